@@ -1,0 +1,55 @@
+//! Well-known names: condition types, reasons, gate names, labels and annotations.
+
+/// The preemption gate the MultiKueue manager puts on every replica it creates.
+pub const MULTIKUEUE_GATE: &str = "kueue.x-k8s.io/multikueue";
+/// The `controllerName` of an AdmissionCheck handled by the MultiKueue manager.
+pub const MULTIKUEUE_CONTROLLER_NAME: &str = "kueue.x-k8s.io/multikueue";
+/// Label on replicas naming the manager that created them.
+pub const MULTIKUEUE_ORIGIN_LABEL: &str = "kueue.x-k8s.io/multikueue-origin";
+
+/// Workload condition types.
+pub mod condition {
+    pub const QUOTA_RESERVED: &str = "QuotaReserved";
+    pub const ADMITTED: &str = "Admitted";
+    pub const FINISHED: &str = "Finished";
+    pub const EVICTED: &str = "Evicted";
+    pub const PREEMPTED: &str = "Preempted";
+    pub const REQUEUED: &str = "Requeued";
+    pub const POD_READY: &str = "PodsReady";
+    pub const DEACTIVATION_TARGET: &str = "DeactivationTarget";
+    /// KEP-8303: quota could be reserved by preempting, but a closed gate forbids it.
+    pub const QUOTA_RESERVATION_BLOCKED: &str = "QuotaReservationBlocked";
+    /// The same signal as written by upstream Kueue ≥ 0.17 workers.
+    pub const BLOCKED_ON_PREEMPTION_GATES: &str = "BlockedOnPreemptionGates";
+    /// MultiKueueCluster connectivity.
+    pub const ACTIVE: &str = "Active";
+}
+
+/// Condition reasons.
+pub mod reason {
+    /// The workload could reserve quota by preempting, but a closed gate forbids it.
+    pub const PREEMPTION_GATED: &str = "PreemptionGated";
+    pub const PREEMPTED: &str = "Preempted";
+    pub const IN_CLUSTER_QUEUE: &str = "InClusterQueue";
+    pub const IN_COHORT_RECLAMATION: &str = "InCohortReclamation";
+    pub const IN_COHORT_RECLAIM_WHILE_BORROWING: &str = "InCohortReclaimWhileBorrowing";
+    pub const PENDING: &str = "Pending";
+    pub const QUOTA_RESERVED: &str = "QuotaReserved";
+    pub const ADMITTED: &str = "Admitted";
+    pub const ACTIVE: &str = "Active";
+    pub const BAD_KUBE_CONFIG: &str = "BadKubeConfig";
+    pub const INSECURE_KUBE_CONFIG: &str = "InsecureKubeConfig";
+    pub const CLIENT_CONNECTION_FAILED: &str = "ClientConnectionFailed";
+}
+
+/// Annotations read from a victim's priority class (preemption toleration, KEP-4664).
+pub mod toleration {
+    pub const PREFIX: &str = "preemption-toleration.scheduling.x-k8s.io/";
+    pub const MINIMUM_PREEMPTABLE_PRIORITY: &str =
+        "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority";
+    pub const TOLERATION_SECONDS: &str = "preemption-toleration.scheduling.x-k8s.io/toleration-seconds";
+    pub const ALLOW_DISRUPTION_BY_PRIORITY: &str =
+        "preemption-toleration.scheduling.x-k8s.io/allow-disruption-by-priority-greater-than-or-equal";
+    /// Upper bound of `allow-disruption-by-priority-greater-than-or-equal` (user priorities end here).
+    pub const MAX_ALLOW_DISRUPTION_PRIORITY: i64 = 2_000_000_000;
+}

@@ -1,0 +1,294 @@
+//! The resources a workload asks for: per pod, per pod set and in total.
+//!
+//! A pod's effective request follows Kubernetes: the larger of (all app containers plus all
+//! restartable "sidecar" init containers) and, for each ordinary init container, its own
+//! request plus the sidecars started before it; then pod overhead is added. A container
+//! with a limit but no request requests its limit (the API server's defaulting). Pod-level
+//! `resources.requests`, where set, replace the container sum for those resources.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Container, PodSpec};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use crate::quantity::{QuantityError, Resources};
+use crate::workload::{PodSet, Workload};
+
+/// A request that could not be read, with the field path that holds it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {source}")]
+pub struct DemandError {
+    pub path: String,
+    #[source]
+    pub source: QuantityError,
+}
+
+/// Demand of one pod set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodSetDemand {
+    pub name: String,
+    pub count: i32,
+    pub per_pod: Resources,
+    /// `per_pod × count`.
+    pub total: Resources,
+}
+
+/// Demand of a whole workload (a gang: admitted and preempted as one).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct WorkloadDemand {
+    pub pod_sets: Vec<PodSetDemand>,
+    pub total: Resources,
+}
+
+/// The demand of every pod set of the workload and their sum.
+pub fn workload_demand(workload: &Workload) -> Result<WorkloadDemand, DemandError> {
+    let mut demand = WorkloadDemand::default();
+    for pod_set in &workload.spec.pod_sets {
+        let pod_set_demand = pod_set_demand(pod_set)?;
+        demand.total.add_all(&pod_set_demand.total);
+        demand.pod_sets.push(pod_set_demand);
+    }
+    Ok(demand)
+}
+
+/// The demand of one pod set.
+pub fn pod_set_demand(pod_set: &PodSet) -> Result<PodSetDemand, DemandError> {
+    let prefix = format!("spec.podSets[{}].template.spec", pod_set.name);
+    let per_pod = match &pod_set.template.spec {
+        Some(spec) => pod_requests(spec, &prefix)?,
+        None => Resources::new(),
+    };
+    let count = pod_set.count.max(0);
+    Ok(PodSetDemand {
+        name: pod_set.name.clone(),
+        count,
+        total: per_pod.scaled(i128::from(count)),
+        per_pod,
+    })
+}
+
+/// The effective request of one pod.
+pub fn pod_requests(spec: &PodSpec, path: &str) -> Result<Resources, DemandError> {
+    let mut app = Resources::new();
+    for container in &spec.containers {
+        app.add_all(&container_requests(container, &format!("{path}.containers[{}]", container.name))?);
+    }
+
+    let mut sidecars = Resources::new();
+    let mut init_peak = Resources::new();
+    for container in spec.init_containers.iter().flatten() {
+        let requests = container_requests(container, &format!("{path}.initContainers[{}]", container.name))?;
+        if container.restart_policy.as_deref() == Some("Always") {
+            sidecars.add_all(&requests);
+            init_peak.max_with(&sidecars);
+        } else {
+            let mut during = sidecars.clone();
+            during.add_all(&requests);
+            init_peak.max_with(&during);
+        }
+    }
+
+    let mut pod = app;
+    pod.add_all(&sidecars);
+    pod.max_with(&init_peak);
+
+    if let Some(pod_level) = spec.resources.as_ref().and_then(|r| r.requests.as_ref()) {
+        for (name, amount) in parse_list(pod_level, &format!("{path}.resources.requests"))?.0 {
+            pod.0.insert(name, amount);
+        }
+    }
+    if let Some(overhead) = &spec.overhead {
+        pod.add_all(&parse_list(overhead, &format!("{path}.overhead"))?);
+    }
+    Ok(pod)
+}
+
+/// A container's requests, defaulted from its limits.
+fn container_requests(container: &Container, path: &str) -> Result<Resources, DemandError> {
+    let Some(resources) = &container.resources else {
+        return Ok(Resources::new());
+    };
+    let mut out = match &resources.limits {
+        Some(limits) => parse_list(limits, &format!("{path}.resources.limits"))?,
+        None => Resources::new(),
+    };
+    if let Some(requests) = &resources.requests {
+        for (name, amount) in parse_list(requests, &format!("{path}.resources.requests"))?.0 {
+            out.0.insert(name, amount);
+        }
+    }
+    Ok(out)
+}
+
+fn parse_list(list: &BTreeMap<String, Quantity>, path: &str) -> Result<Resources, DemandError> {
+    Resources::from_quantities(list).map_err(|(name, source)| DemandError {
+        path: format!("{path}.{name}"),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::WorkloadSpec;
+    use k8s_openapi::api::core::v1::{PodTemplateSpec, ResourceRequirements};
+
+    fn q(list: &[(&str, &str)]) -> Option<BTreeMap<String, Quantity>> {
+        Some(list.iter().map(|(k, v)| (k.to_string(), Quantity(v.to_string()))).collect())
+    }
+
+    fn container(name: &str, requests: &[(&str, &str)], limits: &[(&str, &str)]) -> Container {
+        Container {
+            name: name.into(),
+            resources: Some(ResourceRequirements {
+                requests: if requests.is_empty() { None } else { q(requests) },
+                limits: if limits.is_empty() { None } else { q(limits) },
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn sidecar(name: &str, requests: &[(&str, &str)]) -> Container {
+        Container {
+            restart_policy: Some("Always".into()),
+            ..container(name, requests, &[])
+        }
+    }
+
+    fn pod_set(name: &str, count: i32, spec: PodSpec) -> PodSet {
+        PodSet {
+            name: name.into(),
+            count,
+            template: PodTemplateSpec {
+                spec: Some(spec),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn milli(res: &Resources, name: &str) -> i128 {
+        res.get(name)
+    }
+
+    #[test]
+    fn requests_times_count_summed_over_pod_sets() {
+        let wl = Workload::new(
+            "wl",
+            WorkloadSpec {
+                pod_sets: vec![
+                    pod_set(
+                        "driver",
+                        1,
+                        PodSpec {
+                            containers: vec![container("c", &[("cpu", "1"), ("memory", "1Gi")], &[])],
+                            ..Default::default()
+                        },
+                    ),
+                    pod_set(
+                        "workers",
+                        4,
+                        PodSpec {
+                            containers: vec![
+                                container("a", &[("cpu", "500m")], &[]),
+                                container("b", &[("cpu", "250m"), ("nvidia.com/gpu", "1")], &[]),
+                            ],
+                            ..Default::default()
+                        },
+                    ),
+                ],
+                ..Default::default()
+            },
+        );
+        let demand = workload_demand(&wl).expect("valid");
+        assert_eq!(demand.pod_sets.len(), 2);
+        assert_eq!(milli(&demand.pod_sets[1].per_pod, "cpu"), 750);
+        assert_eq!(milli(&demand.pod_sets[1].total, "cpu"), 3000);
+        assert_eq!(milli(&demand.total, "cpu"), 4000);
+        assert_eq!(milli(&demand.total, "nvidia.com/gpu"), 4000);
+        assert_eq!(milli(&demand.total, "memory"), (1i128 << 30) * 1000);
+    }
+
+    #[test]
+    fn init_container_larger_than_app_containers_sets_the_peak() {
+        let spec = PodSpec {
+            init_containers: Some(vec![container("init", &[("cpu", "4")], &[])]),
+            containers: vec![container("app", &[("cpu", "1"), ("memory", "1Gi")], &[])],
+            ..Default::default()
+        };
+        let pod = pod_requests(&spec, "p").expect("valid");
+        assert_eq!(pod.get("cpu"), 4000);
+        assert_eq!(pod.get("memory"), (1i128 << 30) * 1000);
+    }
+
+    #[test]
+    fn sidecars_add_to_app_containers_and_to_later_init_containers() {
+        let spec = PodSpec {
+            init_containers: Some(vec![
+                container("before", &[("cpu", "2")], &[]),
+                sidecar("proxy", &[("cpu", "1")]),
+                container("after", &[("cpu", "2")], &[]),
+            ]),
+            containers: vec![container("app", &[("cpu", "1")], &[])],
+            ..Default::default()
+        };
+        // app phase: 1 + sidecar 1 = 2; "after" init: 2 + 1 = 3; "before": 2 → peak 3.
+        assert_eq!(pod_requests(&spec, "p").expect("valid").get("cpu"), 3000);
+    }
+
+    #[test]
+    fn limits_default_requests_and_overhead_is_added() {
+        let spec = PodSpec {
+            containers: vec![container("app", &[("memory", "1Gi")], &[("cpu", "2"), ("memory", "2Gi")])],
+            overhead: q(&[("cpu", "100m")]),
+            ..Default::default()
+        };
+        let pod = pod_requests(&spec, "p").expect("valid");
+        assert_eq!(pod.get("cpu"), 2100);
+        assert_eq!(pod.get("memory"), (1i128 << 30) * 1000);
+    }
+
+    #[test]
+    fn pod_level_requests_replace_the_container_sum() {
+        let spec = PodSpec {
+            containers: vec![container("a", &[("cpu", "1"), ("memory", "1Gi")], &[])],
+            resources: Some(ResourceRequirements {
+                requests: q(&[("cpu", "3")]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let pod = pod_requests(&spec, "p").expect("valid");
+        assert_eq!(pod.get("cpu"), 3000);
+        assert_eq!(pod.get("memory"), (1i128 << 30) * 1000);
+    }
+
+    #[test]
+    fn zero_count_and_missing_spec_demand_nothing() {
+        let zero = pod_set("z", 0, PodSpec {
+            containers: vec![container("a", &[("cpu", "1")], &[])],
+            ..Default::default()
+        });
+        assert_eq!(pod_set_demand(&zero).expect("valid").total.get("cpu"), 0);
+        let empty = PodSet::default();
+        assert_eq!(pod_set_demand(&empty).expect("valid").total, Resources::new());
+    }
+
+    #[test]
+    fn bad_quantity_error_names_the_field() {
+        let wl = Workload::new(
+            "wl",
+            WorkloadSpec {
+                pod_sets: vec![pod_set("main", 1, PodSpec {
+                    containers: vec![container("trainer", &[("cpu", "two")], &[])],
+                    ..Default::default()
+                })],
+                ..Default::default()
+            },
+        );
+        let err = workload_demand(&wl).expect_err("invalid cpu");
+        assert_eq!(err.path, "spec.podSets[main].template.spec.containers[trainer].resources.requests.cpu");
+        assert!(err.to_string().contains("\"two\""));
+    }
+}
