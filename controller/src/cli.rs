@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "baton", version, about = "Multi-cluster preemption orchestration for Kueue-style workloads")]
+#[command(
+    name = "baton",
+    version,
+    about = "Multi-cluster preemption orchestration for Kueue-style workloads"
+)]
 pub struct Cli {
     /// Log output format.
     #[arg(long, value_enum, default_value_t = LogFormat::Plain, global = true)]

@@ -138,7 +138,10 @@ pub struct ClientConfig {
 
 impl Default for ClientConfig {
     fn default() -> Self {
-        Self { qps: 50.0, burst: 100 }
+        Self {
+            qps: 50.0,
+            burst: 100,
+        }
     }
 }
 
@@ -171,13 +174,16 @@ impl Default for LeaderElectionConfig {
 /// Reads Go-style durations (`5m`, `1h30m`, `90s`, `500ms`) as Kubernetes config files use.
 fn go_duration<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
     use serde::de::Error;
-    let text = String::deserialize(deserializer)
-        .map_err(|_| D::Error::custom("expected a duration such as \"5m\", \"90s\" or \"1h30m\""))?;
+    let text = String::deserialize(deserializer).map_err(|_| {
+        D::Error::custom("expected a duration such as \"5m\", \"90s\" or \"1h30m\"")
+    })?;
     let parsed: kube::core::Duration = text
         .parse()
         .map_err(|e| D::Error::custom(format!("invalid duration {text:?}: {e}")))?;
     if parsed.is_negative() {
-        return Err(D::Error::custom(format!("duration {text:?} must not be negative")));
+        return Err(D::Error::custom(format!(
+            "duration {text:?} must not be negative"
+        )));
     }
     Ok(Duration::from(parsed))
 }
@@ -188,14 +194,24 @@ impl Configuration {
         let value: serde_json::Value = if text.trim().is_empty() {
             serde_json::Value::Null
         } else {
-            serde_saphyr::from_str(text).map_err(|e| ConfigError::new("(file)", format!("not valid YAML: {e}")))?
+            serde_saphyr::from_str(text)
+                .map_err(|e| ConfigError::new("(file)", format!("not valid YAML: {e}")))?
         };
         let config: Configuration = if value.is_null() {
             Configuration::default()
+        } else if !value.is_object() {
+            return Err(ConfigError::new(
+                "(root)",
+                "expected a mapping of configuration fields",
+            ));
         } else {
             serde_path_to_error::deserialize(value).map_err(|e| {
                 let path = e.path().to_string();
-                let field = if path == "." { "(root)".to_string() } else { path };
+                let field = if path == "." {
+                    "(root)".to_string()
+                } else {
+                    path
+                };
                 ConfigError::new(field, e.into_inner().to_string())
             })?
         };
@@ -205,20 +221,30 @@ impl Configuration {
 
     /// Reads, parses and validates a configuration file.
     pub fn load(path: &std::path::Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError::new("(file)", format!("cannot read {}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ConfigError::new("(file)", format!("cannot read {}: {e}", path.display()))
+        })?;
         Self::from_yaml(&text)
     }
 
     /// Checks every field's range and relations.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        positive("singleClusterPreemptionTimeout", self.single_cluster_preemption_timeout)?;
+        positive(
+            "singleClusterPreemptionTimeout",
+            self.single_cluster_preemption_timeout,
+        )?;
         positive("workerLostTimeout", self.worker_lost_timeout)?;
         validate_label_value("origin", &self.origin)?;
         if self.dispatcher.incremental.clusters_per_round == 0 {
-            return Err(ConfigError::new("dispatcher.incremental.clustersPerRound", "must be at least 1"));
+            return Err(ConfigError::new(
+                "dispatcher.incremental.clustersPerRound",
+                "must be at least 1",
+            ));
         }
-        positive("dispatcher.incremental.roundTimeout", self.dispatcher.incremental.round_timeout)?;
+        positive(
+            "dispatcher.incremental.roundTimeout",
+            self.dispatcher.incremental.round_timeout,
+        )?;
         if !(self.worker_client.qps.is_finite() && self.worker_client.qps > 0.0) {
             return Err(ConfigError::new(
                 "workerClient.qps",
@@ -264,12 +290,17 @@ fn positive(field: &str, value: Duration) -> Result<(), ConfigError> {
 
 /// Label values: at most 63 characters, alphanumerics with `-`, `_`, `.` inside.
 fn validate_label_value(field: &str, value: &str) -> Result<(), ConfigError> {
-    let ok_chars = value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    let ok_ends = value.starts_with(|c: char| c.is_ascii_alphanumeric()) && value.ends_with(|c: char| c.is_ascii_alphanumeric());
+    let ok_chars = value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    let ok_ends = value.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && value.ends_with(|c: char| c.is_ascii_alphanumeric());
     if value.is_empty() || value.len() > 63 || !ok_chars || !ok_ends {
         return Err(ConfigError::new(
             field,
-            format!("{value:?} is not a valid label value (1-63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric)"),
+            format!(
+                "{value:?} is not a valid label value (1-63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric)"
+            ),
         ));
     }
     Ok(())
@@ -277,7 +308,11 @@ fn validate_label_value(field: &str, value: &str) -> Result<(), ConfigError> {
 
 /// Parses `host:port`; a bare `:port` listens on all interfaces, as in Go.
 pub fn parse_bind_address(text: &str) -> Result<SocketAddr, String> {
-    let full = if text.starts_with(':') { format!("0.0.0.0{text}") } else { text.to_string() };
+    let full = if text.starts_with(':') {
+        format!("0.0.0.0{text}")
+    } else {
+        text.to_string()
+    };
     full.parse()
         .map_err(|_| format!("{text:?} is not an address such as \"0.0.0.0:8080\" or \":8080\""))
 }
@@ -294,7 +329,10 @@ mod tests {
     fn empty_file_means_defaults() {
         let config = Configuration::from_yaml("").expect("valid");
         assert_eq!(config, Configuration::default());
-        assert_eq!(config.single_cluster_preemption_timeout, Duration::from_secs(300));
+        assert_eq!(
+            config.single_cluster_preemption_timeout,
+            Duration::from_secs(300)
+        );
         assert_eq!(config.worker_lost_timeout, Duration::from_secs(900));
         assert!(config.orchestrated_preemption);
         assert_eq!(config.origin, "multikueue");
@@ -333,40 +371,79 @@ healthProbeBindAddress: 127.0.0.1:9091
         )
         .expect("valid");
         assert!(!config.orchestrated_preemption);
-        assert_eq!(config.single_cluster_preemption_timeout, Duration::from_secs(90));
+        assert_eq!(
+            config.single_cluster_preemption_timeout,
+            Duration::from_secs(90)
+        );
         assert_eq!(config.gc_interval, Duration::ZERO);
         assert_eq!(config.origin, "team-a.manager");
         assert_eq!(config.dispatcher.name, DispatcherName::Incremental);
         assert_eq!(config.dispatcher.incremental.clusters_per_round, 2);
-        assert_eq!(config.dispatcher.incremental.round_timeout, Duration::from_secs(45));
+        assert_eq!(
+            config.dispatcher.incremental.round_timeout,
+            Duration::from_secs(45)
+        );
         assert_eq!(config.worker_client.burst, 40);
         assert!(config.allow_insecure_kubeconfigs);
-        assert_eq!(config.leader_election.lease_name.as_deref(), Some("my-lease"));
-        assert_eq!(parse_bind_address(&config.metrics_bind_address).expect("addr").port(), 9090);
+        assert_eq!(
+            config.leader_election.lease_name.as_deref(),
+            Some("my-lease")
+        );
+        assert_eq!(
+            parse_bind_address(&config.metrics_bind_address)
+                .expect("addr")
+                .port(),
+            9090
+        );
     }
 
     #[test]
     fn subsecond_durations_are_accepted() {
-        let config = Configuration::from_yaml("singleClusterPreemptionTimeout: 1500ms").expect("valid");
-        assert_eq!(config.single_cluster_preemption_timeout, Duration::from_millis(1500));
+        let config =
+            Configuration::from_yaml("singleClusterPreemptionTimeout: 1500ms").expect("valid");
+        assert_eq!(
+            config.single_cluster_preemption_timeout,
+            Duration::from_millis(1500)
+        );
     }
 
     #[test]
     fn errors_name_the_field() {
         let cases: &[(&str, &str)] = &[
-            ("singleClusterPreemptionTimeout: 0s", "singleClusterPreemptionTimeout"),
-            ("singleClusterPreemptionTimeout: -5m", "singleClusterPreemptionTimeout"),
-            ("singleClusterPreemptionTimeout: soon", "singleClusterPreemptionTimeout"),
-            ("singleClusterPreemptionTimeout: 300", "singleClusterPreemptionTimeout"),
+            (
+                "singleClusterPreemptionTimeout: 0s",
+                "singleClusterPreemptionTimeout",
+            ),
+            (
+                "singleClusterPreemptionTimeout: -5m",
+                "singleClusterPreemptionTimeout",
+            ),
+            (
+                "singleClusterPreemptionTimeout: soon",
+                "singleClusterPreemptionTimeout",
+            ),
+            (
+                "singleClusterPreemptionTimeout: 300",
+                "singleClusterPreemptionTimeout",
+            ),
             ("workerLostTimeout: 0s", "workerLostTimeout"),
             ("origin: ''", "origin"),
             ("origin: -bad-", "origin"),
             ("dispatcher: {name: Sometimes}", "dispatcher.name"),
-            ("dispatcher: {incremental: {clustersPerRound: 0}}", "dispatcher.incremental.clustersPerRound"),
+            (
+                "dispatcher: {incremental: {clustersPerRound: 0}}",
+                "dispatcher.incremental.clustersPerRound",
+            ),
             ("workerClient: {qps: 0}", "workerClient.qps"),
             ("workerClient: {burst: 0}", "workerClient.burst"),
-            ("leaderElection: {leaseDuration: 5s, renewDeadline: 10s}", "leaderElection.renewDeadline"),
-            ("leaderElection: {retryPeriod: 10s}", "leaderElection.retryPeriod"),
+            (
+                "leaderElection: {leaseDuration: 5s, renewDeadline: 10s}",
+                "leaderElection.renewDeadline",
+            ),
+            (
+                "leaderElection: {retryPeriod: 10s}",
+                "leaderElection.retryPeriod",
+            ),
             ("metricsBindAddress: nowhere", "metricsBindAddress"),
             ("healthProbeBindAddress: 1.2.3.4", "healthProbeBindAddress"),
         ];
@@ -382,7 +459,7 @@ healthProbeBindAddress: 127.0.0.1:9091
         let e = err("singleClusterPreemptionTimout: 5m");
         assert!(e.message.contains("singleClusterPreemptionTimout"), "{e}");
         let e = err("dispatcher:\n  nmae: AllAtOnce");
-        assert_eq!(e.field, "dispatcher");
+        assert_eq!(e.field, "dispatcher.nmae");
         assert!(e.message.contains("nmae"), "{e}");
     }
 

@@ -39,7 +39,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
 fn load_config(args: &CommonArgs) -> anyhow::Result<Configuration> {
     match &args.config {
-        Some(path) => Configuration::load(path).with_context(|| format!("config file {}", path.display())),
+        Some(path) => {
+            Configuration::load(path).with_context(|| format!("config file {}", path.display()))
+        }
         None => Ok(Configuration::default()),
     }
 }

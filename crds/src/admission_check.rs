@@ -34,7 +34,10 @@ pub struct AdmissionCheckSpec {
 pub struct AdmissionCheckParametersReference {
     #[schemars(length(min = 1, max = 253), regex(pattern = schema::DNS1123_SUBDOMAIN))]
     pub api_group: String,
-    #[schemars(length(min = 1, max = 63), regex(pattern = r"^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$"))]
+    #[schemars(
+        length(min = 1, max = 63),
+        regex(pattern = r"^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$")
+    )]
     pub kind: String,
     #[schemars(length(min = 1, max = 63), regex(pattern = schema::DNS1123_LABEL))]
     pub name: String,

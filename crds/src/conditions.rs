@@ -82,7 +82,11 @@ pub fn condition_transition_time(conditions: &[Condition], type_: &str) -> Optio
 /// Sets a condition. The transition time becomes `now` only when the condition is new or its
 /// status changes; reason, message and observed generation are always updated. Returns whether
 /// anything changed (so callers can skip a no-op write).
-pub fn set_condition(conditions: &mut Vec<Condition>, new: NewCondition, now: DateTime<Utc>) -> bool {
+pub fn set_condition(
+    conditions: &mut Vec<Condition>,
+    new: NewCondition,
+    now: DateTime<Utc>,
+) -> bool {
     let message = truncate_message(new.message);
     match conditions.iter_mut().find(|c| c.type_ == new.type_) {
         Some(existing) => {
@@ -144,29 +148,54 @@ mod tests {
     use chrono::{Duration, TimeZone};
 
     fn t0() -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).single().expect("valid date")
+        Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
+            .single()
+            .expect("valid date")
     }
 
     fn blocked(status: ConditionStatus, message: &str) -> NewCondition {
-        NewCondition::new("QuotaReservationBlocked", status, "PreemptionGated", message)
+        NewCondition::new(
+            "QuotaReservationBlocked",
+            status,
+            "PreemptionGated",
+            message,
+        )
     }
 
     #[test]
     fn new_condition_gets_now_as_transition_time() {
         let mut conds = Vec::new();
-        assert!(set_condition(&mut conds, blocked(ConditionStatus::True, "m"), t0()));
+        assert!(set_condition(
+            &mut conds,
+            blocked(ConditionStatus::True, "m"),
+            t0()
+        ));
         assert_eq!(conds.len(), 1);
-        assert_eq!(condition_transition_time(&conds, "QuotaReservationBlocked"), Some(t0()));
+        assert_eq!(
+            condition_transition_time(&conds, "QuotaReservationBlocked"),
+            Some(t0())
+        );
         assert!(is_condition_true(&conds, "QuotaReservationBlocked"));
     }
 
     #[test]
     fn same_status_keeps_transition_time_but_updates_message() {
         let mut conds = Vec::new();
-        set_condition(&mut conds, blocked(ConditionStatus::True, "needs 2 victims"), t0());
+        set_condition(
+            &mut conds,
+            blocked(ConditionStatus::True, "needs 2 victims"),
+            t0(),
+        );
         let later = t0() + Duration::seconds(90);
-        assert!(set_condition(&mut conds, blocked(ConditionStatus::True, "needs 3 victims"), later));
-        assert_eq!(condition_transition_time(&conds, "QuotaReservationBlocked"), Some(t0()));
+        assert!(set_condition(
+            &mut conds,
+            blocked(ConditionStatus::True, "needs 3 victims"),
+            later
+        ));
+        assert_eq!(
+            condition_transition_time(&conds, "QuotaReservationBlocked"),
+            Some(t0())
+        );
         assert_eq!(conds[0].message, "needs 3 victims");
     }
 
@@ -175,7 +204,11 @@ mod tests {
         let mut conds = Vec::new();
         set_condition(&mut conds, blocked(ConditionStatus::True, "m"), t0());
         let before = conds.clone();
-        assert!(!set_condition(&mut conds, blocked(ConditionStatus::True, "m"), t0() + Duration::hours(1)));
+        assert!(!set_condition(
+            &mut conds,
+            blocked(ConditionStatus::True, "m"),
+            t0() + Duration::hours(1)
+        ));
         assert_eq!(conds, before);
     }
 
@@ -184,8 +217,15 @@ mod tests {
         let mut conds = Vec::new();
         set_condition(&mut conds, blocked(ConditionStatus::True, "m"), t0());
         let later = t0() + Duration::seconds(5);
-        assert!(set_condition(&mut conds, blocked(ConditionStatus::False, "m"), later));
-        assert_eq!(condition_transition_time(&conds, "QuotaReservationBlocked"), Some(later));
+        assert!(set_condition(
+            &mut conds,
+            blocked(ConditionStatus::False, "m"),
+            later
+        ));
+        assert_eq!(
+            condition_transition_time(&conds, "QuotaReservationBlocked"),
+            Some(later)
+        );
         assert!(!is_condition_true(&conds, "QuotaReservationBlocked"));
     }
 
@@ -204,7 +244,11 @@ mod tests {
     #[test]
     fn other_types_are_untouched_and_remove_works() {
         let mut conds = Vec::new();
-        set_condition(&mut conds, NewCondition::new("Admitted", ConditionStatus::False, "Pending", ""), t0());
+        set_condition(
+            &mut conds,
+            NewCondition::new("Admitted", ConditionStatus::False, "Pending", ""),
+            t0(),
+        );
         set_condition(&mut conds, blocked(ConditionStatus::True, "m"), t0());
         assert_eq!(conds.len(), 2);
         assert!(remove_condition(&mut conds, "QuotaReservationBlocked"));

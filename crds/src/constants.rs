@@ -47,9 +47,9 @@ pub mod toleration {
     pub const PREFIX: &str = "preemption-toleration.scheduling.x-k8s.io/";
     pub const MINIMUM_PREEMPTABLE_PRIORITY: &str =
         "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority";
-    pub const TOLERATION_SECONDS: &str = "preemption-toleration.scheduling.x-k8s.io/toleration-seconds";
-    pub const ALLOW_DISRUPTION_BY_PRIORITY: &str =
-        "preemption-toleration.scheduling.x-k8s.io/allow-disruption-by-priority-greater-than-or-equal";
+    pub const TOLERATION_SECONDS: &str =
+        "preemption-toleration.scheduling.x-k8s.io/toleration-seconds";
+    pub const ALLOW_DISRUPTION_BY_PRIORITY: &str = "preemption-toleration.scheduling.x-k8s.io/allow-disruption-by-priority-greater-than-or-equal";
     /// Upper bound of `allow-disruption-by-priority-greater-than-or-equal` (user priorities end here).
     pub const MAX_ALLOW_DISRUPTION_PRIORITY: i64 = 2_000_000_000;
 }

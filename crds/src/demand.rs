@@ -71,13 +71,19 @@ pub fn pod_set_demand(pod_set: &PodSet) -> Result<PodSetDemand, DemandError> {
 pub fn pod_requests(spec: &PodSpec, path: &str) -> Result<Resources, DemandError> {
     let mut app = Resources::new();
     for container in &spec.containers {
-        app.add_all(&container_requests(container, &format!("{path}.containers[{}]", container.name))?);
+        app.add_all(&container_requests(
+            container,
+            &format!("{path}.containers[{}]", container.name),
+        )?);
     }
 
     let mut sidecars = Resources::new();
     let mut init_peak = Resources::new();
     for container in spec.init_containers.iter().flatten() {
-        let requests = container_requests(container, &format!("{path}.initContainers[{}]", container.name))?;
+        let requests = container_requests(
+            container,
+            &format!("{path}.initContainers[{}]", container.name),
+        )?;
         if container.restart_policy.as_deref() == Some("Always") {
             sidecars.add_all(&requests);
             init_peak.max_with(&sidecars);
@@ -134,14 +140,22 @@ mod tests {
     use k8s_openapi::api::core::v1::{PodTemplateSpec, ResourceRequirements};
 
     fn q(list: &[(&str, &str)]) -> Option<BTreeMap<String, Quantity>> {
-        Some(list.iter().map(|(k, v)| (k.to_string(), Quantity(v.to_string()))).collect())
+        Some(
+            list.iter()
+                .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+                .collect(),
+        )
     }
 
     fn container(name: &str, requests: &[(&str, &str)], limits: &[(&str, &str)]) -> Container {
         Container {
             name: name.into(),
             resources: Some(ResourceRequirements {
-                requests: if requests.is_empty() { None } else { q(requests) },
+                requests: if requests.is_empty() {
+                    None
+                } else {
+                    q(requests)
+                },
                 limits: if limits.is_empty() { None } else { q(limits) },
                 ..Default::default()
             }),
@@ -182,7 +196,11 @@ mod tests {
                         "driver",
                         1,
                         PodSpec {
-                            containers: vec![container("c", &[("cpu", "1"), ("memory", "1Gi")], &[])],
+                            containers: vec![container(
+                                "c",
+                                &[("cpu", "1"), ("memory", "1Gi")],
+                                &[],
+                            )],
                             ..Default::default()
                         },
                     ),
@@ -240,7 +258,11 @@ mod tests {
     #[test]
     fn limits_default_requests_and_overhead_is_added() {
         let spec = PodSpec {
-            containers: vec![container("app", &[("memory", "1Gi")], &[("cpu", "2"), ("memory", "2Gi")])],
+            containers: vec![container(
+                "app",
+                &[("memory", "1Gi")],
+                &[("cpu", "2"), ("memory", "2Gi")],
+            )],
             overhead: q(&[("cpu", "100m")]),
             ..Default::default()
         };
@@ -266,13 +288,20 @@ mod tests {
 
     #[test]
     fn zero_count_and_missing_spec_demand_nothing() {
-        let zero = pod_set("z", 0, PodSpec {
-            containers: vec![container("a", &[("cpu", "1")], &[])],
-            ..Default::default()
-        });
+        let zero = pod_set(
+            "z",
+            0,
+            PodSpec {
+                containers: vec![container("a", &[("cpu", "1")], &[])],
+                ..Default::default()
+            },
+        );
         assert_eq!(pod_set_demand(&zero).expect("valid").total.get("cpu"), 0);
         let empty = PodSet::default();
-        assert_eq!(pod_set_demand(&empty).expect("valid").total, Resources::new());
+        assert_eq!(
+            pod_set_demand(&empty).expect("valid").total,
+            Resources::new()
+        );
     }
 
     #[test]
@@ -280,15 +309,22 @@ mod tests {
         let wl = Workload::new(
             "wl",
             WorkloadSpec {
-                pod_sets: vec![pod_set("main", 1, PodSpec {
-                    containers: vec![container("trainer", &[("cpu", "two")], &[])],
-                    ..Default::default()
-                })],
+                pod_sets: vec![pod_set(
+                    "main",
+                    1,
+                    PodSpec {
+                        containers: vec![container("trainer", &[("cpu", "two")], &[])],
+                        ..Default::default()
+                    },
+                )],
                 ..Default::default()
             },
         );
         let err = workload_demand(&wl).expect_err("invalid cpu");
-        assert_eq!(err.path, "spec.podSets[main].template.spec.containers[trainer].resources.requests.cpu");
+        assert_eq!(
+            err.path,
+            "spec.podSets[main].template.spec.containers[trainer].resources.requests.cpu"
+        );
         assert!(err.to_string().contains("\"two\""));
     }
 }

@@ -36,7 +36,8 @@ pub fn gates(workload: &Workload) -> Vec<GateView> {
         .preemption_gates
         .iter()
         .map(|gate| {
-            let entry = status.and_then(|s| s.preemption_gates.iter().find(|e| e.name == gate.name));
+            let entry =
+                status.and_then(|s| s.preemption_gates.iter().find(|e| e.name == gate.name));
             GateView {
                 name: gate.name.clone(),
                 state: entry.map(entry_state).unwrap_or(GateState::Closed),
@@ -48,7 +49,10 @@ pub fn gates(workload: &Workload) -> Vec<GateView> {
 
 /// The effective state of one gate, or `None` when the gate is not listed in spec.
 pub fn gate_state(workload: &Workload, name: &str) -> Option<GateState> {
-    gates(workload).into_iter().find(|g| g.name == name).map(|g| g.state)
+    gates(workload)
+        .into_iter()
+        .find(|g| g.name == name)
+        .map(|g| g.state)
 }
 
 /// Whether any gate forbids preemption. A workload without gates may preempt.
@@ -58,7 +62,12 @@ pub fn preemption_gated(workload: &Workload) -> bool {
 
 /// Sets one gate's status entry to `state`, writing both `state` and `position`. The transition
 /// time moves only when the effective state changes. Returns whether the status changed.
-pub fn set_gate_state(status: &mut WorkloadStatus, name: &str, state: GateState, now: DateTime<Utc>) -> bool {
+pub fn set_gate_state(
+    status: &mut WorkloadStatus,
+    name: &str,
+    state: GateState,
+    now: DateTime<Utc>,
+) -> bool {
     match status.preemption_gates.iter_mut().find(|e| e.name == name) {
         Some(entry) => {
             let mut changed = false;
@@ -88,7 +97,12 @@ pub fn set_gate_state(status: &mut WorkloadStatus, name: &str, state: GateState,
 /// Adds a Closed status entry for every spec gate that has none, and drops entries for gates no
 /// longer in spec. Returns whether the status changed.
 pub fn initialize_gates(workload: &mut Workload, now: DateTime<Utc>) -> bool {
-    let names: Vec<String> = workload.spec.preemption_gates.iter().map(|g| g.name.clone()).collect();
+    let names: Vec<String> = workload
+        .spec
+        .preemption_gates
+        .iter()
+        .map(|g| g.name.clone())
+        .collect();
     let status = workload.status.get_or_insert_with(WorkloadStatus::default);
     let before = status.preemption_gates.len();
     status.preemption_gates.retain(|e| names.contains(&e.name));
@@ -104,7 +118,12 @@ pub fn initialize_gates(workload: &mut Workload, now: DateTime<Utc>) -> bool {
 
 /// Closes every spec gate again (on eviction, KEP-8303). Returns whether the status changed.
 pub fn close_all_gates(workload: &mut Workload, now: DateTime<Utc>) -> bool {
-    let names: Vec<String> = workload.spec.preemption_gates.iter().map(|g| g.name.clone()).collect();
+    let names: Vec<String> = workload
+        .spec
+        .preemption_gates
+        .iter()
+        .map(|g| g.name.clone())
+        .collect();
     let status = workload.status.get_or_insert_with(WorkloadStatus::default);
     let mut changed = false;
     for name in &names {
@@ -122,7 +141,9 @@ mod tests {
     const GATE: &str = crate::constants::MULTIKUEUE_GATE;
 
     fn t0() -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).single().expect("valid date")
+        Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0)
+            .single()
+            .expect("valid date")
     }
 
     fn gated() -> Workload {
@@ -171,11 +192,23 @@ mod tests {
 
     #[test]
     fn entry_state_prefers_position_when_fields_disagree() {
-        assert_eq!(entry_state(&entry(Some(GateState::Open), None)), GateState::Open);
-        assert_eq!(entry_state(&entry(None, Some(GateState::Open))), GateState::Open);
+        assert_eq!(
+            entry_state(&entry(Some(GateState::Open), None)),
+            GateState::Open
+        );
+        assert_eq!(
+            entry_state(&entry(None, Some(GateState::Open))),
+            GateState::Open
+        );
         assert_eq!(entry_state(&entry(None, None)), GateState::Closed);
-        assert_eq!(entry_state(&entry(Some(GateState::Closed), Some(GateState::Open))), GateState::Open);
-        assert_eq!(entry_state(&entry(Some(GateState::Open), Some(GateState::Closed))), GateState::Closed);
+        assert_eq!(
+            entry_state(&entry(Some(GateState::Closed), Some(GateState::Open))),
+            GateState::Open
+        );
+        assert_eq!(
+            entry_state(&entry(Some(GateState::Open), Some(GateState::Closed))),
+            GateState::Closed
+        );
     }
 
     #[test]
@@ -186,7 +219,10 @@ mod tests {
         assert!(!preemption_gated(&wl));
         assert_eq!(gates(&wl)[0].last_transition_time, Some(t0()));
         let entry = &wl.status.as_ref().expect("status").preemption_gates[0];
-        assert_eq!((entry.state, entry.position), (Some(GateState::Open), Some(GateState::Open)));
+        assert_eq!(
+            (entry.state, entry.position),
+            (Some(GateState::Open), Some(GateState::Open))
+        );
     }
 
     #[test]
@@ -194,7 +230,12 @@ mod tests {
         let mut wl = gated();
         let status = wl.status.get_or_insert_with(Default::default);
         set_gate_state(status, GATE, GateState::Open, t0());
-        assert!(!set_gate_state(status, GATE, GateState::Open, t0() + Duration::minutes(3)));
+        assert!(!set_gate_state(
+            status,
+            GATE,
+            GateState::Open,
+            t0() + Duration::minutes(3)
+        ));
         assert_eq!(gates(&wl)[0].last_transition_time, Some(t0()));
     }
 
@@ -204,9 +245,17 @@ mod tests {
             preemption_gates: vec![entry(None, Some(GateState::Open))],
             ..Default::default()
         };
-        assert!(set_gate_state(&mut status, GATE, GateState::Open, t0() + Duration::minutes(1)));
+        assert!(set_gate_state(
+            &mut status,
+            GATE,
+            GateState::Open,
+            t0() + Duration::minutes(1)
+        ));
         assert_eq!(status.preemption_gates[0].state, Some(GateState::Open));
-        assert_eq!(to_chrono(&status.preemption_gates[0].last_transition_time), t0());
+        assert_eq!(
+            to_chrono(&status.preemption_gates[0].last_transition_time),
+            t0()
+        );
     }
 
     #[test]
@@ -230,7 +279,12 @@ mod tests {
     #[test]
     fn close_all_resets_open_gates_with_a_new_time() {
         let mut wl = gated();
-        set_gate_state(wl.status.get_or_insert_with(Default::default), GATE, GateState::Open, t0());
+        set_gate_state(
+            wl.status.get_or_insert_with(Default::default),
+            GATE,
+            GateState::Open,
+            t0(),
+        );
         let later = t0() + Duration::minutes(2);
         assert!(close_all_gates(&mut wl, later));
         assert_eq!(gate_state(&wl, GATE), Some(GateState::Closed));

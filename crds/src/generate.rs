@@ -5,8 +5,8 @@ use kube::CustomResourceExt;
 use serde_json::Value;
 
 use crate::{
-    AdmissionCheck, ClusterQueue, LocalQueue, MultiKueueCluster, MultiKueueConfig, ResourceFlavor, Workload,
-    WorkloadPriorityClass,
+    AdmissionCheck, ClusterQueue, LocalQueue, MultiKueueCluster, MultiKueueConfig, ResourceFlavor,
+    Workload, WorkloadPriorityClass,
 };
 
 /// Errors while building or rendering CRDs.
@@ -32,7 +32,11 @@ pub fn all_crds() -> Result<Vec<CustomResourceDefinition>, GenerateError> {
         finish(MultiKueueConfig::crd(), Spec::Required, None),
         finish(ResourceFlavor::crd(), Spec::Optional, None),
         finish(WorkloadPriorityClass::crd(), Spec::Required, None),
-        finish(Workload::crd(), Spec::Required, Some(crate::workload::root_validations())),
+        finish(
+            Workload::crd(),
+            Spec::Required,
+            Some(crate::workload::root_validations()),
+        ),
     ]
     .into_iter()
     .collect()
@@ -83,7 +87,10 @@ fn finish(
         source,
     };
     let mut value = serde_json::to_value(&crd).map_err(json_err)?;
-    if let Some(versions) = value.pointer_mut("/spec/versions").and_then(Value::as_array_mut) {
+    if let Some(versions) = value
+        .pointer_mut("/spec/versions")
+        .and_then(Value::as_array_mut)
+    {
         for version in versions {
             let Some(schema) = version.pointer_mut("/schema/openAPIV3Schema") else {
                 continue;
@@ -92,7 +99,10 @@ fn finish(
                 if let Some(required) = schema.get_mut("required").and_then(Value::as_array_mut) {
                     required.retain(|r| r != "spec");
                 }
-                if let Some(spec_schema) = schema.pointer_mut("/properties/spec").and_then(Value::as_object_mut) {
+                if let Some(spec_schema) = schema
+                    .pointer_mut("/properties/spec")
+                    .and_then(Value::as_object_mut)
+                {
                     spec_schema.insert("default".into(), Value::Object(Default::default()));
                 }
             }
@@ -103,20 +113,20 @@ fn finish(
             add_root_properties(schema);
         }
     }
-    if let Some(names) = value.pointer_mut("/spec/names").and_then(Value::as_object_mut) {
-        if let Some(kind) = names.get("kind").and_then(Value::as_str) {
-            let list_kind = format!("{kind}List");
-            names.insert("listKind".into(), Value::String(list_kind));
-        }
+    if let Some(names) = value
+        .pointer_mut("/spec/names")
+        .and_then(Value::as_object_mut)
+        && let Some(kind) = names.get("kind").and_then(Value::as_str)
+    {
+        let list_kind = format!("{kind}List");
+        names.insert("listKind".into(), Value::String(list_kind));
     }
     serde_json::from_value(value).map_err(json_err)
 }
 
-/// Rewrites schema details an API server would reject or treat differently:
-/// - `nullable: false` and empty `required` lists carry no meaning; drop them.
-/// - list-map keys must be required or defaulted; Kubernetes core types (e.g. container ports)
-///   list keys that the generated schemas leave optional but that the API server defaults,
-///   so the defaults are written in.
+/// Rewrites schema details so the result reads like Kueue's own CRDs: no `nullable`, no
+/// `null` in enums, integral bounds as integers, no empty `required` lists and no empty-list
+/// or empty-string defaults.
 fn normalize(schema: &mut Value) {
     if let Value::Object(map) = schema {
         // Kueue's schemas are not nullable: the API server prunes nulls instead of storing them.
@@ -125,7 +135,11 @@ fn normalize(schema: &mut Value) {
             values.retain(|v| !v.is_null());
         }
         for bound in ["minimum", "maximum"] {
-            if let Some(n) = map.get(bound).and_then(Value::as_f64).filter(|n| n.fract() == 0.0) {
+            if let Some(n) = map
+                .get(bound)
+                .and_then(Value::as_f64)
+                .filter(|n| n.fract() == 0.0)
+            {
                 map.insert(bound.into(), Value::from(n as i64));
             }
         }
@@ -136,11 +150,12 @@ fn normalize(schema: &mut Value) {
         {
             map.remove("default");
         }
-        if map.get("required").and_then(Value::as_array).is_some_and(|r| r.is_empty()) {
+        if map
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|r| r.is_empty())
+        {
             map.remove("required");
-        }
-        if map.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map") {
-            default_list_map_keys(map);
         }
         for child in map.values_mut() {
             normalize(child);
@@ -170,32 +185,4 @@ fn add_root_properties(schema: &mut Value) {
         "metadata".into(),
         serde_json::json!({"type": "object", "description": "Standard object's metadata."}),
     );
-}
-
-/// Known defaults for list-map keys in core types, as the API server applies them.
-const LIST_MAP_KEY_DEFAULTS: &[(&str, &str)] = &[("protocol", "TCP")];
-
-fn default_list_map_keys(list: &mut serde_json::Map<String, Value>) {
-    let keys: Vec<String> = list
-        .get("x-kubernetes-list-map-keys")
-        .and_then(Value::as_array)
-        .map(|k| k.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
-        .unwrap_or_default();
-    let Some(items) = list.get_mut("items").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let required: Vec<String> = items
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
-        .unwrap_or_default();
-    for key in keys.iter().filter(|k| !required.contains(k)) {
-        let Some(default) = LIST_MAP_KEY_DEFAULTS.iter().find(|(k, _)| k == key).map(|(_, d)| *d) else {
-            continue;
-        };
-        if let Some(prop) = items.get_mut("properties").and_then(|p| p.get_mut(key.as_str())).and_then(Value::as_object_mut)
-        {
-            prop.entry("default").or_insert_with(|| Value::String(default.to_string()));
-        }
-    }
 }

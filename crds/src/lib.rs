@@ -24,7 +24,9 @@ pub mod workload;
 pub use admission_check::{AdmissionCheck, AdmissionCheckSpec};
 pub use cluster_queue::{ClusterQueue, ClusterQueueSpec, ClusterQueueStatus};
 pub use local_queue::{LocalQueue, LocalQueueSpec, LocalQueueStatus};
-pub use multikueue::{MultiKueueCluster, MultiKueueClusterSpec, MultiKueueConfig, MultiKueueConfigSpec};
+pub use multikueue::{
+    MultiKueueCluster, MultiKueueClusterSpec, MultiKueueConfig, MultiKueueConfigSpec,
+};
 pub use priority_class::{WorkloadPriorityClass, WorkloadPriorityClassSpec};
 pub use resource_flavor::{ResourceFlavor, ResourceFlavorSpec};
 pub use workload::{Workload, WorkloadSpec, WorkloadStatus};

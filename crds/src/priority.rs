@@ -26,7 +26,10 @@ pub struct MissingPriorityClass {
 }
 
 /// Resolves the workload's priority.
-pub fn resolve_priority(spec: &WorkloadSpec, classes: &impl PriorityClasses) -> Result<i32, MissingPriorityClass> {
+pub fn resolve_priority(
+    spec: &WorkloadSpec,
+    classes: &impl PriorityClasses,
+) -> Result<i32, MissingPriorityClass> {
     if let Some(priority) = spec.priority {
         return Ok(priority);
     }
@@ -34,8 +37,13 @@ pub fn resolve_priority(spec: &WorkloadSpec, classes: &impl PriorityClasses) -> 
         return Ok(DEFAULT_PRIORITY);
     };
     let (kind, value) = match class_ref.group {
-        PriorityClassGroup::Kueue => ("WorkloadPriorityClass", classes.workload_priority_class(&class_ref.name)),
-        PriorityClassGroup::Scheduling => ("PriorityClass", classes.pod_priority_class(&class_ref.name)),
+        PriorityClassGroup::Kueue => (
+            "WorkloadPriorityClass",
+            classes.workload_priority_class(&class_ref.name),
+        ),
+        PriorityClassGroup::Scheduling => {
+            ("PriorityClass", classes.pod_priority_class(&class_ref.name))
+        }
     };
     value.ok_or_else(|| MissingPriorityClass {
         kind,
@@ -67,13 +75,20 @@ mod tests {
     fn classes() -> Classes {
         Classes {
             workload: BTreeMap::from([("high".to_string(), 1000)]),
-            pod: BTreeMap::from([("high".to_string(), 7), ("system-cluster-critical".to_string(), 2_000_000_000)]),
+            pod: BTreeMap::from([
+                ("high".to_string(), 7),
+                ("system-cluster-critical".to_string(), 2_000_000_000),
+            ]),
         }
     }
 
     fn with_ref(group: PriorityClassGroup, kind: PriorityClassKind, name: &str) -> WorkloadSpec {
         WorkloadSpec {
-            priority_class_ref: Some(PriorityClassRef { group, kind, name: name.into() }),
+            priority_class_ref: Some(PriorityClassRef {
+                group,
+                kind,
+                name: name.into(),
+            }),
             ..Default::default()
         }
     }
@@ -82,28 +97,50 @@ mod tests {
     fn explicit_priority_wins_over_the_class() {
         let spec = WorkloadSpec {
             priority: Some(-5),
-            ..with_ref(PriorityClassGroup::Kueue, PriorityClassKind::WorkloadPriorityClass, "high")
+            ..with_ref(
+                PriorityClassGroup::Kueue,
+                PriorityClassKind::WorkloadPriorityClass,
+                "high",
+            )
         };
         assert_eq!(resolve_priority(&spec, &classes()), Ok(-5));
     }
 
     #[test]
     fn workload_priority_class_and_pod_priority_class_are_distinct() {
-        let wpc = with_ref(PriorityClassGroup::Kueue, PriorityClassKind::WorkloadPriorityClass, "high");
-        let pc = with_ref(PriorityClassGroup::Scheduling, PriorityClassKind::PriorityClass, "high");
+        let wpc = with_ref(
+            PriorityClassGroup::Kueue,
+            PriorityClassKind::WorkloadPriorityClass,
+            "high",
+        );
+        let pc = with_ref(
+            PriorityClassGroup::Scheduling,
+            PriorityClassKind::PriorityClass,
+            "high",
+        );
         assert_eq!(resolve_priority(&wpc, &classes()), Ok(1000));
         assert_eq!(resolve_priority(&pc, &classes()), Ok(7));
     }
 
     #[test]
     fn no_priority_and_no_class_is_zero() {
-        assert_eq!(resolve_priority(&WorkloadSpec::default(), &classes()), Ok(0));
+        assert_eq!(
+            resolve_priority(&WorkloadSpec::default(), &classes()),
+            Ok(0)
+        );
     }
 
     #[test]
     fn missing_class_is_an_error_naming_it() {
-        let spec = with_ref(PriorityClassGroup::Kueue, PriorityClassKind::WorkloadPriorityClass, "nope");
+        let spec = with_ref(
+            PriorityClassGroup::Kueue,
+            PriorityClassKind::WorkloadPriorityClass,
+            "nope",
+        );
         let err = resolve_priority(&spec, &classes()).expect_err("missing");
-        assert_eq!(err.to_string(), "spec.priorityClassRef: WorkloadPriorityClass \"nope\" not found");
+        assert_eq!(
+            err.to_string(),
+            "spec.priorityClassRef: WorkloadPriorityClass \"nope\" not found"
+        );
     }
 }

@@ -59,7 +59,8 @@ pub fn parse_milli_str(text: &str) -> Result<i128, QuantityError> {
         .trim_start_matches('0')
         .chars()
         .try_fold(0i128, |acc, c| {
-            acc.checked_mul(10)?.checked_add(i128::from(c.to_digit(10)? as u8))
+            acc.checked_mul(10)?
+                .checked_add(i128::from(c.to_digit(10)? as u8))
         })
         .ok_or_else(|| err("number too large"))?;
     let (numerator, decimal_exponent) = match suffix {
@@ -90,14 +91,18 @@ pub fn parse_milli_str(text: &str) -> Result<i128, QuantityError> {
     };
     // Scale to milli-units: exponent + 3 (milli) - fraction digits.
     let exponent = decimal_exponent + 3 - frac_part.len() as i32;
-    let scaled = digits.checked_mul(numerator).ok_or_else(|| err("number too large"))?;
+    let scaled = digits
+        .checked_mul(numerator)
+        .ok_or_else(|| err("number too large"))?;
     let milli = if exponent >= 0 {
         10i128
             .checked_pow(exponent as u32)
             .and_then(|p| scaled.checked_mul(p))
             .ok_or_else(|| err("number too large"))?
     } else {
-        let divisor = 10i128.checked_pow((-exponent) as u32).ok_or_else(|| err("too many fraction digits"))?;
+        let divisor = 10i128
+            .checked_pow((-exponent) as u32)
+            .ok_or_else(|| err("too many fraction digits"))?;
         // Round up: a request is never under-counted.
         (scaled + divisor - 1) / divisor
     };
@@ -164,11 +169,18 @@ impl Resources {
 
     /// Every amount multiplied by `factor`.
     pub fn scaled(&self, factor: i128) -> Resources {
-        Resources(self.0.iter().map(|(k, v)| (k.clone(), v.saturating_mul(factor))).collect())
+        Resources(
+            self.0
+                .iter()
+                .map(|(k, v)| (k.clone(), v.saturating_mul(factor)))
+                .collect(),
+        )
     }
 
     /// Parses a Kubernetes resource list, naming the offending resource on error.
-    pub fn from_quantities(list: &BTreeMap<String, Quantity>) -> Result<Resources, (String, QuantityError)> {
+    pub fn from_quantities(
+        list: &BTreeMap<String, Quantity>,
+    ) -> Result<Resources, (String, QuantityError)> {
         let mut out = Resources::new();
         for (name, quantity) in list {
             let milli = parse_milli(quantity).map_err(|e| (name.clone(), e))?;
@@ -179,13 +191,20 @@ impl Resources {
 
     /// As a Kubernetes resource list.
     pub fn to_quantities(&self) -> BTreeMap<String, Quantity> {
-        self.0.iter().map(|(k, v)| (k.clone(), format_milli(*v))).collect()
+        self.0
+            .iter()
+            .map(|(k, v)| (k.clone(), format_milli(*v)))
+            .collect()
     }
 }
 
 impl fmt::Display for Resources {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts: Vec<String> = self.0.iter().map(|(k, v)| format!("{k}={}", format_milli_string(*v))).collect();
+        let parts: Vec<String> = self
+            .0
+            .iter()
+            .map(|(k, v)| format!("{k}={}", format_milli_string(*v)))
+            .collect();
         f.write_str(&parts.join(","))
     }
 }
@@ -262,7 +281,10 @@ mod tests {
 
     #[test]
     fn from_quantities_names_the_bad_resource() {
-        let list = BTreeMap::from([("cpu".to_string(), Quantity("2".into())), ("memory".to_string(), Quantity("lots".into()))]);
+        let list = BTreeMap::from([
+            ("cpu".to_string(), Quantity("2".into())),
+            ("memory".to_string(), Quantity("lots".into())),
+        ]);
         let (name, _) = Resources::from_quantities(&list).expect_err("bad memory");
         assert_eq!(name, "memory");
     }

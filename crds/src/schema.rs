@@ -4,7 +4,8 @@
 use schemars::{Schema, SchemaGenerator, json_schema};
 
 /// A DNS-1123 subdomain (names of cluster-scoped objects, queue names, flavors).
-pub const DNS1123_SUBDOMAIN: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+pub const DNS1123_SUBDOMAIN: &str =
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
 /// A DNS-1123 label (pod set names).
 pub const DNS1123_LABEL: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 /// The syntax of a Kubernetes resource quantity.

@@ -37,13 +37,19 @@ mod tests {
 
     #[test]
     fn round_trip_keeps_whole_seconds() {
-        let t = Utc.with_ymd_and_hms(2026, 11, 22, 7, 30, 15).single().expect("valid date");
+        let t = Utc
+            .with_ymd_and_hms(2026, 11, 22, 7, 30, 15)
+            .single()
+            .expect("valid date");
         assert_eq!(to_chrono(&to_kube(t)), t);
     }
 
     #[test]
     fn sub_second_precision_is_dropped_like_the_api_server_does() {
-        let t = Utc.timestamp_opt(1_700_000_000, 999_000_000).single().expect("valid");
+        let t = Utc
+            .timestamp_opt(1_700_000_000, 999_000_000)
+            .single()
+            .expect("valid");
         assert_eq!(to_chrono(&to_kube(t)).timestamp_subsec_nanos(), 0);
         assert_eq!(to_chrono(&to_kube(t)).timestamp(), 1_700_000_000);
         assert_eq!(truncate_to_second(t), to_chrono(&to_kube(t)));

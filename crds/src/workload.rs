@@ -195,7 +195,9 @@ pub struct PreemptionGate {
 }
 
 /// Open allows preemption; Closed forbids it.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema)]
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema,
+)]
 pub enum GateState {
     Open,
     Closed,
@@ -329,7 +331,9 @@ pub struct PodSetAssignment {
 }
 
 /// A flavor name as stored in assignments.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema)]
+#[derive(
+    Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
+)]
 #[serde(transparent)]
 pub struct FlavorName(
     #[schemars(length(max = 253), regex(pattern = schema::DNS1123_SUBDOMAIN))] pub String,
