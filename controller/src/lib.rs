@@ -4,3 +4,4 @@ pub mod cli;
 pub mod config;
 pub mod crds_cmd;
 pub mod logging;
+pub mod manager;
