@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::schema;
 
 /// WorkloadSpec is what a job asks for: pod sets, the queue, the priority and the gates.
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "kueue.x-k8s.io",
     version = "v1beta2",
@@ -72,6 +72,21 @@ pub struct WorkloadSpec {
 
 fn default_true() -> bool {
     true
+}
+
+impl Default for WorkloadSpec {
+    /// Matches the schema's defaults: an empty spec is an active workload.
+    fn default() -> Self {
+        Self {
+            pod_sets: Vec::new(),
+            queue_name: None,
+            priority_class_ref: None,
+            priority: None,
+            active: true,
+            maximum_execution_time_seconds: None,
+            preemption_gates: Vec::new(),
+        }
+    }
 }
 
 /// A reference to a `WorkloadPriorityClass` or a `scheduling.k8s.io` `PriorityClass`.
@@ -467,4 +482,23 @@ pub(crate) fn root_validations() -> serde_json::Value {
         {"rule": format!("(({ADMITTED_OLD}) && ({ADMITTED_NEW})) ? ((has(oldSelf.spec.maximumExecutionTimeSeconds) ? oldSelf.spec.maximumExecutionTimeSeconds : 0) == (has(self.spec.maximumExecutionTimeSeconds) ? self.spec.maximumExecutionTimeSeconds : 0)) : true"),
          "message": "maximumExecutionTimeSeconds is immutable while workload quota reserved"},
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Rust defaults must agree with the serde/schema defaults, or code that builds a
+    /// spec in memory would disagree with one read from the API server.
+    #[test]
+    fn rust_default_equals_an_empty_object_read_from_json() {
+        let from_json: WorkloadSpec =
+            serde_json::from_value(serde_json::json!({})).expect("empty spec reads");
+        assert_eq!(WorkloadSpec::default(), from_json);
+        assert!(WorkloadSpec::default().active);
+        let pod_set: PodSet =
+            serde_json::from_value(serde_json::json!({"template": {}})).expect("pod set reads");
+        assert_eq!(pod_set.name, "main");
+        assert_eq!(pod_set.count, 1);
+    }
 }

@@ -1,0 +1,457 @@
+use super::*;
+use crate::config::{DispatcherName, IncrementalDispatcherConfig};
+use crate::manager::replica::build_replica;
+use baton_crds::constants::{MULTIKUEUE_GATE, reason};
+use baton_crds::gates::set_gate_state;
+use baton_crds::workload::{Admission, GateState, WorkloadSpec};
+use chrono::TimeZone;
+
+fn t(s: i64) -> DateTime<Utc> {
+    Utc.timestamp_opt(1_800_000_000 + s, 0)
+        .single()
+        .expect("valid")
+}
+
+fn route() -> Route {
+    Route {
+        check: "mk".into(),
+        config: "workers".into(),
+        clusters: vec!["w1".into(), "w2".into(), "w3".into()],
+    }
+}
+
+fn config() -> LifecycleConfig {
+    LifecycleConfig {
+        orchestrated: true,
+        worker_lost_timeout: Duration::from_secs(900),
+        preemption_timeout: Duration::from_secs(300),
+        dispatcher: DispatcherConfig::default(),
+    }
+}
+
+fn active(names: &[&str]) -> Vec<ClusterView> {
+    names
+        .iter()
+        .map(|n| ClusterView {
+            name: n.to_string(),
+            state: ClusterState::Active,
+        })
+        .collect()
+}
+
+fn manager() -> Workload {
+    let mut wl = Workload::new(
+        "job",
+        WorkloadSpec {
+            queue_name: Some("user-queue".into()),
+            ..Default::default()
+        },
+    );
+    wl.metadata.namespace = Some("default".into());
+    wl.metadata.finalizers = Some(vec![FINALIZER.into()]);
+    wl
+}
+
+fn replica(created: i64) -> Workload {
+    let mut r = build_replica(&manager(), "multikueue", true);
+    r.metadata.creation_timestamp = Some(to_kube(t(created)));
+    r
+}
+
+fn with_conditions(mut r: Workload, conds: &[(&str, ConditionStatus, &str)], at: i64) -> Workload {
+    let status = r.status.get_or_insert_with(Default::default);
+    for (type_, value, why) in conds {
+        set_condition(
+            &mut status.conditions,
+            NewCondition::new(*type_, *value, *why, ""),
+            t(at),
+        );
+    }
+    r
+}
+
+fn admitted(r: Workload, at: i64) -> Workload {
+    let mut r = with_conditions(
+        r,
+        &[
+            (
+                condition::QUOTA_RESERVED,
+                ConditionStatus::True,
+                "QuotaReserved",
+            ),
+            (condition::ADMITTED, ConditionStatus::True, "Admitted"),
+        ],
+        at,
+    );
+    r.status.get_or_insert_with(Default::default).admission = Some(Admission {
+        cluster_queue: "worker-cq".into(),
+        pod_set_assignments: vec![],
+    });
+    r
+}
+
+fn signalling(r: Workload, at: i64) -> Workload {
+    with_conditions(
+        r,
+        &[(
+            condition::QUOTA_RESERVATION_BLOCKED,
+            ConditionStatus::True,
+            reason::PREEMPTION_GATED,
+        )],
+        at,
+    )
+}
+
+fn run(
+    wl: &Workload,
+    clusters: &[ClusterView],
+    replicas: &BTreeMap<String, Workload>,
+    now: i64,
+) -> Plan {
+    run_with(wl, clusters, replicas, now, &config())
+}
+
+fn run_with(
+    wl: &Workload,
+    clusters: &[ClusterView],
+    replicas: &BTreeMap<String, Workload>,
+    now: i64,
+    config: &LifecycleConfig,
+) -> Plan {
+    let route = route();
+    plan(
+        &Observation {
+            workload: wl,
+            route: Some(&route),
+            clusters,
+            replicas,
+            now: t(now),
+        },
+        config,
+    )
+}
+
+fn with_status(mut wl: Workload, plan: &Plan) -> Workload {
+    if let Some(status) = &plan.status {
+        wl.status = Some(status.clone());
+    }
+    wl
+}
+
+fn deleted(plan: &Plan) -> Vec<&str> {
+    plan.delete.iter().map(|d| d.cluster.as_str()).collect()
+}
+
+fn check_state(wl: &Workload) -> Option<CheckState> {
+    wl.status
+        .as_ref()?
+        .admission_checks
+        .iter()
+        .find(|c| c.name == "mk")
+        .map(|c| c.state)
+}
+
+#[test]
+fn a_new_workload_gets_a_finalizer_and_replicas_on_every_connected_cluster() {
+    let mut wl = manager();
+    wl.metadata.finalizers = None;
+    let mut clusters = active(&["w1", "w2"]);
+    clusters.push(ClusterView {
+        name: "w3".into(),
+        state: ClusterState::Unreachable { since: t(0) },
+    });
+    let plan = run(&wl, &clusters, &BTreeMap::new(), 10);
+    assert!(plan.add_finalizer);
+    assert_eq!(plan.create, vec!["w1", "w2"]);
+    let wl = with_status(wl, &plan);
+    let status = wl.status.as_ref().expect("status");
+    assert_eq!(status.nominated_cluster_names, vec!["w1", "w2"]);
+    assert_eq!(check_state(&wl), Some(CheckState::Pending));
+    assert!(
+        status.admission_checks[0]
+            .message
+            .contains("2 of 3 worker clusters connected")
+    );
+    assert_eq!(plan.events[0].reason, "Dispatched");
+    assert!(plan.open_gate.is_none());
+}
+
+#[test]
+fn planning_twice_is_a_no_op() {
+    let wl = manager();
+    let replicas = BTreeMap::from([
+        ("w1".to_string(), replica(0)),
+        ("w2".to_string(), replica(0)),
+    ]);
+    let first = run(&wl, &active(&["w1", "w2"]), &replicas, 10);
+    let wl = with_status(wl, &first);
+    let second = run(&wl, &active(&["w1", "w2"]), &replicas, 20);
+    assert_eq!(second, Plan::default());
+}
+
+#[test]
+fn the_first_signalling_replica_gets_the_gate_opened() {
+    let wl = manager();
+    let replicas = BTreeMap::from([
+        ("w1".to_string(), signalling(replica(0), 12)),
+        ("w2".to_string(), signalling(replica(0), 11)),
+        ("w3".to_string(), replica(0)),
+    ]);
+    let plan = run(&wl, &active(&["w1", "w2", "w3"]), &replicas, 15);
+    assert_eq!(
+        plan.open_gate,
+        Some(GateOpening {
+            cluster: "w2".into(),
+            signalled_at: t(11),
+            previous_opened_at: None
+        })
+    );
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(300)));
+}
+
+#[test]
+fn without_orchestration_no_gate_is_ever_opened() {
+    let wl = manager();
+    let replicas = BTreeMap::from([("w1".to_string(), signalling(replica(0), 1))]);
+    let mut cfg = config();
+    cfg.orchestrated = false;
+    let plan = run_with(&wl, &active(&["w1"]), &replicas, 1000, &cfg);
+    assert!(plan.open_gate.is_none());
+}
+
+#[test]
+fn a_gate_opened_recently_makes_the_others_wait() {
+    let wl = manager();
+    let mut first = signalling(replica(0), 1);
+    set_gate_state(
+        first.status.get_or_insert_with(Default::default),
+        MULTIKUEUE_GATE,
+        GateState::Open,
+        t(5),
+    );
+    let replicas = BTreeMap::from([
+        ("w1".to_string(), first),
+        ("w2".to_string(), signalling(replica(0), 2)),
+    ]);
+    let plan = run(&wl, &active(&["w1", "w2"]), &replicas, 65);
+    assert!(plan.open_gate.is_none());
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(240)));
+    let plan = run(&wl, &active(&["w1", "w2"]), &replicas, 305);
+    assert_eq!(
+        plan.open_gate.map(|g| (g.cluster, g.previous_opened_at)),
+        Some(("w2".into(), Some(t(5))))
+    );
+}
+
+#[test]
+fn the_earliest_admitted_replica_wins_and_the_others_are_deleted() {
+    let wl = manager();
+    let replicas = BTreeMap::from([
+        ("w1".to_string(), admitted(replica(0), 30)),
+        ("w2".to_string(), admitted(replica(0), 20)),
+        ("w3".to_string(), signalling(replica(0), 5)),
+    ]);
+    let plan = run(&wl, &active(&["w1", "w2", "w3"]), &replicas, 40);
+    assert_eq!(plan.admitted_on.as_deref(), Some("w2"));
+    assert_eq!(deleted(&plan), vec!["w1", "w3"]);
+    assert!(plan.open_gate.is_none() && plan.create.is_empty());
+    let wl = with_status(wl, &plan);
+    let status = wl.status.as_ref().expect("status");
+    assert_eq!(status.cluster_name.as_deref(), Some("w2"));
+    assert!(status.nominated_cluster_names.is_empty());
+    assert_eq!(
+        status.admission.as_ref().map(|a| a.cluster_queue.as_str()),
+        Some("worker-cq")
+    );
+    assert!(is_true(&status.conditions, condition::ADMITTED));
+    assert_eq!(
+        find_condition(&status.conditions, condition::ADMITTED)
+            .map(|c| to_chrono(&c.last_transition_time)),
+        Some(t(20))
+    );
+    assert_eq!(check_state(&wl), Some(CheckState::Ready));
+}
+
+#[test]
+fn admission_ties_go_by_cluster_order() {
+    let replicas = BTreeMap::from([
+        ("w3".to_string(), admitted(replica(0), 20)),
+        ("w2".to_string(), admitted(replica(0), 20)),
+    ]);
+    let plan = run(&manager(), &active(&["w1", "w2", "w3"]), &replicas, 40);
+    assert_eq!(plan.admitted_on.as_deref(), Some("w2"));
+}
+
+fn won_on_w2() -> Workload {
+    let replicas = BTreeMap::from([("w2".to_string(), admitted(replica(0), 20))]);
+    let wl = manager();
+    let plan = run(&wl, &active(&["w1", "w2", "w3"]), &replicas, 21);
+    with_status(wl, &plan)
+}
+
+#[test]
+fn after_winning_late_losers_are_deleted_and_finished_is_mirrored() {
+    let wl = won_on_w2();
+    let winner = with_conditions(
+        admitted(replica(0), 20),
+        &[(condition::FINISHED, ConditionStatus::True, "Succeeded")],
+        90,
+    );
+    let replicas = BTreeMap::from([("w2".to_string(), winner), ("w3".to_string(), replica(0))]);
+    let plan = run(&wl, &active(&["w1", "w2", "w3"]), &replicas, 100);
+    assert_eq!(deleted(&plan), vec!["w3"]);
+    let wl = with_status(wl, &plan);
+    assert!(is_true(
+        &wl.status.as_ref().expect("status").conditions,
+        condition::FINISHED
+    ));
+    // Once finished, every replica goes, the winner's too.
+    let replicas = BTreeMap::from([("w2".to_string(), replica(0))]);
+    assert_eq!(
+        deleted(&run(&wl, &active(&["w2"]), &replicas, 110)),
+        vec!["w2"]
+    );
+}
+
+#[test]
+fn an_evicted_winner_sends_the_workload_back_to_dispatch() {
+    let wl = won_on_w2();
+    let evicted = with_conditions(
+        admitted(replica(0), 20),
+        &[
+            (condition::EVICTED, ConditionStatus::True, "Preempted"),
+            (condition::QUOTA_RESERVED, ConditionStatus::False, "Pending"),
+        ],
+        50,
+    );
+    let replicas = BTreeMap::from([("w2".to_string(), evicted)]);
+    let plan = run(&wl, &active(&["w1", "w2", "w3"]), &replicas, 60);
+    assert_eq!(deleted(&plan), vec!["w2"]);
+    assert_eq!(plan.requeue_after, Some(Duration::ZERO));
+    assert_eq!(plan.events[0].reason, "Redispatched");
+    let wl = with_status(wl, &plan);
+    let status = wl.status.as_ref().expect("status");
+    assert_eq!(status.cluster_name, None);
+    assert_eq!(status.admission, None);
+    assert!(!is_true(&status.conditions, condition::ADMITTED));
+    assert_eq!(check_state(&wl), Some(CheckState::Retry));
+    // The next pass dispatches to every cluster again.
+    let plan = run(&wl, &active(&["w1", "w2", "w3"]), &BTreeMap::new(), 61);
+    assert_eq!(plan.create, vec!["w1", "w2", "w3"]);
+    assert_eq!(
+        check_state(&with_status(wl, &plan)),
+        Some(CheckState::Pending)
+    );
+}
+
+#[test]
+fn a_lost_worker_keeps_its_workload_until_the_timeout() {
+    let wl = won_on_w2();
+    let mut clusters = active(&["w1", "w3"]);
+    clusters.push(ClusterView {
+        name: "w2".into(),
+        state: ClusterState::Unreachable { since: t(100) },
+    });
+    let plan = run(&wl, &clusters, &BTreeMap::new(), 400);
+    assert_eq!(plan.status, None);
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(600)));
+    let plan = run(&wl, &clusters, &BTreeMap::new(), 1000);
+    let wl = with_status(wl, &plan);
+    assert_eq!(
+        wl.status.as_ref().and_then(|s| s.cluster_name.clone()),
+        None
+    );
+    assert!(
+        plan.events[0]
+            .message
+            .contains("unreachable for more than 900s")
+    );
+    // When w2 comes back, its old replica is stale: deleted, never a winner.
+    let replicas = BTreeMap::from([
+        ("w2".to_string(), admitted(replica(0), 20)),
+        ("w1".to_string(), replica(1001)),
+    ]);
+    let plan = run(&wl, &active(&["w1", "w2", "w3"]), &replicas, 1002);
+    assert_eq!(deleted(&plan), vec!["w2"]);
+    assert_eq!(plan.admitted_on, None);
+    assert_eq!(plan.create, vec!["w2", "w3"]);
+}
+
+#[test]
+fn a_winner_whose_replica_vanished_or_cluster_was_removed_is_redispatched() {
+    let wl = won_on_w2();
+    let plan = run(&wl, &active(&["w1", "w2", "w3"]), &BTreeMap::new(), 50);
+    assert!(plan.events[0].message.contains("disappeared"));
+    let plan = run(&wl, &active(&["w1", "w3"]), &BTreeMap::new(), 50);
+    assert!(plan.events[0].message.contains("was removed"));
+}
+
+#[test]
+fn deletion_removes_replicas_then_the_finalizer() {
+    let mut wl = manager();
+    wl.metadata.deletion_timestamp = Some(to_kube(t(5)));
+    let replicas = BTreeMap::from([("w1".to_string(), replica(0))]);
+    let plan = run(&wl, &active(&["w1"]), &replicas, 6);
+    assert_eq!(deleted(&plan), vec!["w1"]);
+    assert!(!plan.remove_finalizer);
+    let plan = run(&wl, &active(&["w1"]), &BTreeMap::new(), 7);
+    assert!(plan.remove_finalizer);
+    // Without our finalizer there is nothing to do.
+    wl.metadata.finalizers = None;
+    assert_eq!(run(&wl, &active(&["w1"]), &replicas, 8), Plan::default());
+}
+
+#[test]
+fn a_workload_that_leaves_multikueue_is_cleaned_up() {
+    let wl = manager();
+    let replicas = BTreeMap::from([("w1".to_string(), replica(0))]);
+    let clusters = active(&["w1"]);
+    let plan = plan(
+        &Observation {
+            workload: &wl,
+            route: None,
+            clusters: &clusters,
+            replicas: &replicas,
+            now: t(1),
+        },
+        &config(),
+    );
+    assert_eq!(deleted(&plan), vec!["w1"]);
+}
+
+#[test]
+fn out_of_sync_replicas_are_replaced_and_inactive_workloads_withdrawn() {
+    let wl = manager();
+    let mut stale = replica(0);
+    stale.spec.queue_name = Some("elsewhere".into());
+    let replicas = BTreeMap::from([("w1".to_string(), stale), ("w2".to_string(), replica(0))]);
+    let plan = run(&wl, &active(&["w1", "w2"]), &replicas, 5);
+    assert_eq!(deleted(&plan), vec!["w1"]);
+    let mut inactive = manager();
+    inactive.spec.active = false;
+    assert_eq!(
+        deleted(&run(&inactive, &active(&["w1", "w2"]), &replicas, 5)),
+        vec!["w1", "w2"]
+    );
+}
+
+#[test]
+fn incremental_dispatch_grows_round_by_round() {
+    let mut cfg = config();
+    cfg.dispatcher = DispatcherConfig {
+        name: DispatcherName::Incremental,
+        incremental: IncrementalDispatcherConfig {
+            clusters_per_round: 1,
+            round_timeout: Duration::from_secs(60),
+        },
+    };
+    let wl = manager();
+    let clusters = active(&["w1", "w2", "w3"]);
+    let plan = run_with(&wl, &clusters, &BTreeMap::new(), 0, &cfg);
+    assert_eq!(plan.create, vec!["w1"]);
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(60)));
+    let wl = with_status(wl, &plan);
+    let replicas = BTreeMap::from([("w1".to_string(), replica(0))]);
+    let plan = run_with(&wl, &clusters, &replicas, 61, &cfg);
+    assert_eq!(plan.create, vec!["w2"]);
+}

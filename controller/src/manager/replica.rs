@@ -1,0 +1,154 @@
+//! Replicas: the copies of a manager Workload created on worker clusters.
+
+use std::collections::BTreeMap;
+
+use baton_crds::constants::{MULTIKUEUE_GATE, MULTIKUEUE_ORIGIN_LABEL};
+use baton_crds::workload::{PreemptionGate, Workload, WorkloadSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::ResourceExt;
+
+/// Annotations that describe the manager's object rather than the workload.
+const NOT_COPIED_ANNOTATIONS: &[&str] = &["kubectl.kubernetes.io/last-applied-configuration"];
+
+/// The replica to create on a worker: same name, namespace, labels, annotations and spec; the
+/// origin label; the MultiKueue gate (and only it) when orchestration is on.
+pub fn build_replica(manager: &Workload, origin: &str, orchestrated: bool) -> Workload {
+    let mut labels: BTreeMap<String, String> = manager.labels().clone();
+    labels.insert(MULTIKUEUE_ORIGIN_LABEL.to_string(), origin.to_string());
+    let annotations: BTreeMap<String, String> = manager
+        .annotations()
+        .iter()
+        .filter(|(k, _)| !NOT_COPIED_ANNOTATIONS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut spec = manager.spec.clone();
+    spec.preemption_gates = if orchestrated {
+        vec![PreemptionGate {
+            name: MULTIKUEUE_GATE.to_string(),
+        }]
+    } else {
+        Vec::new()
+    };
+    Workload {
+        metadata: ObjectMeta {
+            name: manager.metadata.name.clone(),
+            namespace: manager.metadata.namespace.clone(),
+            labels: Some(labels),
+            annotations: (!annotations.is_empty()).then_some(annotations),
+            ..Default::default()
+        },
+        spec,
+        status: None,
+    }
+}
+
+/// Whether the replica was made by this manager (only such objects are ever touched).
+pub fn is_ours(replica: &Workload, origin: &str) -> bool {
+    replica
+        .labels()
+        .get(MULTIKUEUE_ORIGIN_LABEL)
+        .map(String::as_str)
+        == Some(origin)
+}
+
+/// Whether the replica's spec still matches the manager's. Gates are ignored (Kueue #12543),
+/// and so is a priority the worker filled in where the manager's object has none (upstream
+/// Kueue workers set it in a webhook).
+pub fn in_sync(manager: &Workload, replica: &Workload) -> bool {
+    comparable(&manager.spec, None) == comparable(&replica.spec, Some(&manager.spec))
+}
+
+fn comparable(spec: &WorkloadSpec, manager: Option<&WorkloadSpec>) -> WorkloadSpec {
+    let mut spec = spec.clone();
+    spec.preemption_gates.clear();
+    if manager.is_some_and(|m| m.priority.is_none()) {
+        spec.priority = None;
+    }
+    spec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manager() -> Workload {
+        let mut wl = Workload::new(
+            "job",
+            WorkloadSpec {
+                queue_name: Some("user-queue".into()),
+                preemption_gates: vec![PreemptionGate {
+                    name: "example.com/manager-side".into(),
+                }],
+                ..Default::default()
+            },
+        );
+        wl.metadata.namespace = Some("team".into());
+        wl.metadata.resource_version = Some("42".into());
+        wl.metadata.uid = Some("uid-1".into());
+        wl.metadata.labels = Some(BTreeMap::from([("app".to_string(), "train".to_string())]));
+        wl.metadata.annotations = Some(BTreeMap::from([
+            ("note".to_string(), "keep".to_string()),
+            (
+                "kubectl.kubernetes.io/last-applied-configuration".to_string(),
+                "{}".to_string(),
+            ),
+        ]));
+        wl
+    }
+
+    #[test]
+    fn replica_carries_identity_labels_annotations_spec_and_only_our_gate() {
+        let replica = build_replica(&manager(), "mk", true);
+        assert_eq!(replica.name_any(), "job");
+        assert_eq!(replica.namespace().as_deref(), Some("team"));
+        assert_eq!(
+            replica.labels().get("app").map(String::as_str),
+            Some("train")
+        );
+        assert_eq!(
+            replica
+                .labels()
+                .get(MULTIKUEUE_ORIGIN_LABEL)
+                .map(String::as_str),
+            Some("mk")
+        );
+        assert_eq!(replica.annotations().len(), 1);
+        assert_eq!(
+            replica.spec.preemption_gates,
+            vec![PreemptionGate {
+                name: MULTIKUEUE_GATE.into()
+            }]
+        );
+        assert_eq!(replica.spec.queue_name.as_deref(), Some("user-queue"));
+        assert!(replica.metadata.resource_version.is_none() && replica.metadata.uid.is_none());
+        assert!(replica.status.is_none());
+        assert!(is_ours(&replica, "mk"));
+        assert!(!is_ours(&replica, "other-manager"));
+    }
+
+    #[test]
+    fn without_orchestration_there_is_no_gate() {
+        assert!(
+            build_replica(&manager(), "mk", false)
+                .spec
+                .preemption_gates
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn sync_ignores_gates_and_a_worker_filled_priority() {
+        let m = manager();
+        let mut replica = build_replica(&m, "mk", true);
+        assert!(in_sync(&m, &replica));
+        replica.spec.priority = Some(100);
+        assert!(in_sync(&m, &replica));
+        replica.spec.queue_name = Some("other".into());
+        assert!(!in_sync(&m, &replica));
+        let mut with_priority = m.clone();
+        with_priority.spec.priority = Some(5);
+        let mut replica = build_replica(&with_priority, "mk", true);
+        replica.spec.priority = Some(6);
+        assert!(!in_sync(&with_priority, &replica));
+    }
+}
