@@ -3,5 +3,7 @@
 pub mod cli;
 pub mod config;
 pub mod crds_cmd;
+pub mod http;
 pub mod logging;
 pub mod manager;
+pub mod metrics;

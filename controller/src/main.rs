@@ -27,14 +27,39 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Manager(args) => {
-            let _config = load_config(&args.common)?;
-            anyhow::bail!("`baton manager` is not implemented yet (configuration is valid)")
+            let config = load_config(&args.common)?;
+            let runtime =
+                tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+            runtime.block_on(async {
+                let client = client(&args.common).await?;
+                baton::manager::run::run(client, config, args.namespace).await
+            })
         }
         Command::Worker(args) => {
             let _config = load_config(&args.common)?;
             anyhow::bail!("`baton worker` is not implemented yet (configuration is valid)")
         }
     }
+}
+
+/// A client for `--kubeconfig`, or the usual places (in-cluster, $KUBECONFIG, ~/.kube/config).
+async fn client(args: &CommonArgs) -> anyhow::Result<kube::Client> {
+    let config = match &args.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(
+                kubeconfig,
+                &kube::config::KubeConfigOptions::default(),
+            )
+            .await
+            .with_context(|| format!("cannot use kubeconfig {}", path.display()))?
+        }
+        None => kube::Config::infer()
+            .await
+            .context("no cluster configuration found")?,
+    };
+    kube::Client::try_from(config).context("cannot build a Kubernetes client")
 }
 
 fn load_config(args: &CommonArgs) -> anyhow::Result<Configuration> {

@@ -1,8 +1,12 @@
 //! The MultiKueue manager: pure decisions (this module's children) and the thin controllers
 //! that read watch caches, call them and write the results.
 
+pub mod controller;
 pub mod dispatch;
+pub mod kubeconfig;
 pub mod lifecycle;
 pub mod replica;
 pub mod routing;
+pub mod run;
 pub mod ungate;
+pub mod workers;

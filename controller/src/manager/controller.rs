@@ -1,0 +1,520 @@
+//! The manager's reconciler: read the caches, call [`lifecycle::plan`], carry the plan out.
+//! No decision is taken here; every write uses the cached resourceVersion, and a conflict
+//! means "look again" (the next pass re-reads and re-decides).
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use baton_crds::constants::MULTIKUEUE_GATE;
+use baton_crds::gates::set_gate_state;
+use baton_crds::workload::{GateState, Workload};
+use baton_crds::{AdmissionCheck, ClusterQueue, LocalQueue, MultiKueueCluster, MultiKueueConfig};
+use chrono::Utc;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType as KubeEventType, Recorder};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, Resource, ResourceExt};
+
+use super::lifecycle::{
+    self, ClusterState, ClusterView, EventType, FINALIZER, LifecycleConfig, Observation, Plan,
+};
+use super::replica::{build_replica, is_ours};
+use super::routing::{Route, RoutingSnapshot};
+use super::ungate;
+use super::workers::{WorkerPool, WorkerState};
+use crate::config::Configuration;
+use crate::metrics::{ErrorLabel, Metrics};
+
+/// A reconcile that could not finish; it is retried.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("{action} on {cluster}: {source}")]
+    Api {
+        action: &'static str,
+        cluster: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl ReconcileError {
+    fn reason(&self) -> &'static str {
+        match self {
+            ReconcileError::Api { action, .. } => action,
+        }
+    }
+}
+
+/// The caches and clients the reconciler reads and writes through.
+pub struct Context {
+    pub client: Client,
+    pub config: Configuration,
+    pub workloads: Store<Workload>,
+    pub local_queues: Store<LocalQueue>,
+    pub cluster_queues: Store<ClusterQueue>,
+    pub admission_checks: Store<AdmissionCheck>,
+    pub configs: Store<MultiKueueConfig>,
+    pub clusters: Store<MultiKueueCluster>,
+    pub pool: WorkerPool,
+    pub metrics: Arc<Metrics>,
+    pub recorder: Recorder,
+    /// Workloads with a replica waiting for its gate (for the gauge).
+    pub gated: Mutex<HashSet<String>>,
+}
+
+impl Context {
+    fn lifecycle_config(&self) -> LifecycleConfig {
+        LifecycleConfig {
+            orchestrated: self.config.orchestrated_preemption,
+            worker_lost_timeout: self.config.worker_lost_timeout,
+            preemption_timeout: self.config.single_cluster_preemption_timeout,
+            dispatcher: self.config.dispatcher.clone(),
+        }
+    }
+
+    fn routing(&self) -> RoutingSnapshot {
+        fn by_name<K: Resource<DynamicType = ()> + Clone>(
+            store: &Store<K>,
+            namespaced: bool,
+        ) -> BTreeMap<String, K> {
+            store
+                .state()
+                .iter()
+                .map(|o| {
+                    let key = match (namespaced, o.meta().namespace.as_deref()) {
+                        (true, Some(ns)) => {
+                            format!("{ns}/{}", o.meta().name.clone().unwrap_or_default())
+                        }
+                        _ => o.meta().name.clone().unwrap_or_default(),
+                    };
+                    (key, (**o).clone())
+                })
+                .collect()
+        }
+        RoutingSnapshot {
+            local_queues: by_name(&self.local_queues, true),
+            cluster_queues: by_name(&self.cluster_queues, false),
+            admission_checks: by_name(&self.admission_checks, false),
+            configs: by_name(&self.configs, false),
+        }
+    }
+
+    /// The route's clusters (those with a MultiKueueCluster) and our replicas on the connected ones.
+    fn observe(
+        &self,
+        route: Option<&Route>,
+        wl: &Workload,
+    ) -> (Vec<ClusterView>, BTreeMap<String, Workload>) {
+        let mut views = Vec::new();
+        let mut replicas = BTreeMap::new();
+        let key =
+            ObjectRef::<Workload>::new(&wl.name_any()).within(&wl.namespace().unwrap_or_default());
+        let names: Vec<String> = match route {
+            Some(r) => r.clusters.clone(),
+            // Not routed (any more): look everywhere for replicas to clean up.
+            None => self.pool.connected().into_iter().map(|(n, _)| n).collect(),
+        };
+        for name in names {
+            if self.clusters.get(&ObjectRef::new(&name)).is_none() {
+                continue;
+            }
+            match self.pool.state(&name) {
+                WorkerState::Active(connected) => {
+                    if let Some(replica) = connected
+                        .replicas
+                        .get(&key)
+                        .filter(|r| is_ours(r, &self.config.origin))
+                    {
+                        replicas.insert(name.clone(), (*replica).clone());
+                    }
+                    views.push(ClusterView {
+                        name,
+                        state: ClusterState::Active,
+                    });
+                }
+                WorkerState::Down { since } => views.push(ClusterView {
+                    name,
+                    state: ClusterState::Unreachable { since },
+                }),
+            }
+        }
+        (views, replicas)
+    }
+}
+
+/// Reconciles one manager Workload.
+pub async fn reconcile(wl: Arc<Workload>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let started = Instant::now();
+    let result = reconcile_inner(&wl, &ctx).await;
+    ctx.metrics
+        .reconcile_duration
+        .observe(started.elapsed().as_secs_f64());
+    result
+}
+
+async fn reconcile_inner(wl: &Workload, ctx: &Context) -> Result<Action, ReconcileError> {
+    let route = match ctx.routing().route(wl) {
+        Ok(route) => route,
+        Err(e) => {
+            tracing::debug!(workload = %wl.name_any(), "not routable: {e}");
+            publish(
+                ctx,
+                wl,
+                EventType::Warning,
+                "MultiKueueRouteInvalid",
+                e.to_string(),
+            )
+            .await;
+            return Ok(Action::requeue(Duration::from_secs(30)));
+        }
+    };
+    if route.is_none() && !wl.finalizers().iter().any(|f| f == FINALIZER) {
+        return Ok(Action::await_change());
+    }
+    let (clusters, replicas) = ctx.observe(route.as_ref(), wl);
+    let now = Utc::now();
+    let plan = lifecycle::plan(
+        &Observation {
+            workload: wl,
+            route: route.as_ref(),
+            clusters: &clusters,
+            replicas: &replicas,
+            now,
+        },
+        &ctx.lifecycle_config(),
+    );
+    track_gated(ctx, wl, route.as_ref(), &replicas);
+    execute(ctx, wl, &replicas, plan).await
+}
+
+fn track_gated(
+    ctx: &Context,
+    wl: &Workload,
+    route: Option<&Route>,
+    replicas: &BTreeMap<String, Workload>,
+) {
+    let key = format!("{}/{}", wl.namespace().unwrap_or_default(), wl.name_any());
+    let waiting = route.is_some()
+        && wl.status.as_ref().is_none_or(|s| s.cluster_name.is_none())
+        && replicas.iter().any(|(c, r)| {
+            let view = ungate::view_of(c, r);
+            view.gate.is_some_and(|g| g.state == GateState::Closed) && view.signal.is_some()
+        });
+    let mut gated = ctx.gated.lock().unwrap_or_else(|p| p.into_inner());
+    if waiting {
+        gated.insert(key);
+    } else {
+        gated.remove(&key);
+    }
+    ctx.metrics.workloads_gated.set(gated.len() as i64);
+}
+
+fn is_conflict(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 409)
+}
+
+fn is_not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404)
+}
+
+/// A conflict means our cache was stale: look again soon, with fresh data.
+const AFTER_CONFLICT: Duration = Duration::from_millis(50);
+
+async fn execute(
+    ctx: &Context,
+    wl: &Workload,
+    replicas: &BTreeMap<String, Workload>,
+    plan: Plan,
+) -> Result<Action, ReconcileError> {
+    let ns = wl.namespace().unwrap_or_default();
+    let name = wl.name_any();
+    let manager_api: Api<Workload> = Api::namespaced(ctx.client.clone(), &ns);
+    let rv = wl.resource_version();
+
+    if plan.add_finalizer {
+        let patch = finalizer_patch(wl, rv.as_deref(), true);
+        if let Err(e) = manager_api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            return conflict_or(e, "add finalizer", "manager");
+        }
+        // The patch changed the object; the next pass works from the new version.
+        return Ok(Action::requeue(Duration::ZERO));
+    }
+
+    for deletion in &plan.delete {
+        let WorkerState::Active(worker) = ctx.pool.state(&deletion.cluster) else {
+            continue;
+        };
+        let api: Api<Workload> = Api::namespaced(worker.client.clone(), &ns);
+        let uid = replicas.get(&deletion.cluster).and_then(|r| r.uid());
+        let params = DeleteParams {
+            preconditions: uid.map(|uid| Preconditions {
+                uid: Some(uid),
+                resource_version: None,
+            }),
+            ..Default::default()
+        };
+        match api.delete(&name, &params).await {
+            Ok(_) => {
+                ctx.metrics
+                    .replicas_deleted
+                    .get_or_create(&Metrics::cluster(&deletion.cluster))
+                    .inc();
+                tracing::info!(workload = %name, cluster = %deletion.cluster, reason = %deletion.reason, "replica deleted");
+                publish(
+                    ctx,
+                    wl,
+                    EventType::Normal,
+                    "ReplicaRemoved",
+                    format!(
+                        "removed the replica on {}: {}",
+                        deletion.cluster, deletion.reason
+                    ),
+                )
+                .await;
+            }
+            Err(e) if is_not_found(&e) || is_conflict(&e) => {}
+            Err(source) => {
+                return Err(ReconcileError::Api {
+                    action: "delete replica",
+                    cluster: deletion.cluster.clone(),
+                    source,
+                });
+            }
+        }
+    }
+
+    if !plan.create.is_empty() {
+        let replica = build_replica(wl, &ctx.config.origin, ctx.config.orchestrated_preemption);
+        let mut created = Vec::new();
+        for cluster in &plan.create {
+            let WorkerState::Active(worker) = ctx.pool.state(cluster) else {
+                continue;
+            };
+            let api: Api<Workload> = Api::namespaced(worker.client.clone(), &ns);
+            match api.create(&PostParams::default(), &replica).await {
+                Ok(_) => {
+                    ctx.metrics
+                        .replicas_created
+                        .get_or_create(&Metrics::cluster(cluster))
+                        .inc();
+                    created.push(cluster.as_str());
+                }
+                Err(e) if is_conflict(&e) => {}
+                Err(source) => {
+                    tracing::warn!(workload = %name, %cluster, error = %source, "cannot create replica");
+                    publish(
+                        ctx,
+                        wl,
+                        EventType::Warning,
+                        "ReplicaCreationFailed",
+                        format!("cannot create the replica on {cluster}: {source}"),
+                    )
+                    .await;
+                    ctx.metrics
+                        .reconcile_errors
+                        .get_or_create(&ErrorLabel {
+                            reason: "create replica".into(),
+                        })
+                        .inc();
+                }
+            }
+        }
+        if !created.is_empty() {
+            ctx.metrics.workloads_dispatched.inc();
+            publish(
+                ctx,
+                wl,
+                EventType::Normal,
+                "Dispatched",
+                format!("replicas created on {}", created.join(", ")),
+            )
+            .await;
+        }
+    }
+
+    if let Some(opening) = &plan.open_gate
+        && let Some(replica) = replicas.get(&opening.cluster)
+        && let WorkerState::Active(worker) = ctx.pool.state(&opening.cluster)
+    {
+        let now = Utc::now();
+        let mut opened = replica.clone();
+        set_gate_state(
+            opened.status.get_or_insert_with(Default::default),
+            MULTIKUEUE_GATE,
+            GateState::Open,
+            now,
+        );
+        let api: Api<Workload> = Api::namespaced(worker.client.clone(), &ns);
+        match api
+            .replace_status(&name, &PostParams::default(), &opened)
+            .await
+        {
+            Ok(written) => {
+                let label = Metrics::cluster(&opening.cluster);
+                ctx.metrics.gates_opened.get_or_create(&label).inc();
+                let delay = (now - opening.signalled_at).to_std().unwrap_or_default();
+                ctx.metrics.gate_open_delay.observe(delay.as_secs_f64());
+                let signalled = opening
+                    .signalled_at
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+                let message = match opening.previous_opened_at {
+                    Some(previous) => {
+                        ctx.metrics.gate_timeouts.inc();
+                        format!(
+                            "opened preemption gate on {}; signalled first at {signalled}; the gate opened at {} timed out after {}s",
+                            opening.cluster,
+                            previous.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                            ctx.config.single_cluster_preemption_timeout.as_secs()
+                        )
+                    }
+                    None => format!(
+                        "opened preemption gate on {}; signalled first at {signalled}",
+                        opening.cluster
+                    ),
+                };
+                tracing::info!(workload = %name, cluster = %opening.cluster, "{message}");
+                publish(
+                    ctx,
+                    wl,
+                    EventType::Normal,
+                    "PreemptionGateOpened",
+                    message.clone(),
+                )
+                .await;
+                let event = Event {
+                    type_: KubeEventType::Normal,
+                    reason: "PreemptionGateOpened".into(),
+                    note: Some(format!(
+                        "the MultiKueue manager opened gate {MULTIKUEUE_GATE}; this cluster may preempt"
+                    )),
+                    action: "OpenGate".into(),
+                    secondary: None,
+                };
+                if let Err(e) = worker
+                    .recorder
+                    .publish(&event, &written.object_ref(&()))
+                    .await
+                {
+                    tracing::debug!(error = %e, "cannot publish event on replica");
+                }
+            }
+            Err(e) if is_conflict(&e) => return Ok(Action::requeue(AFTER_CONFLICT)),
+            Err(source) => {
+                return Err(ReconcileError::Api {
+                    action: "open gate",
+                    cluster: opening.cluster.clone(),
+                    source,
+                });
+            }
+        }
+    }
+
+    if let Some(status) = &plan.status {
+        let mut updated = wl.clone();
+        updated.status = Some(status.clone());
+        if let Err(e) = manager_api
+            .replace_status(&name, &PostParams::default(), &updated)
+            .await
+        {
+            return conflict_or(e, "write status", "manager");
+        }
+    }
+    if let Some(cluster) = &plan.admitted_on {
+        ctx.metrics
+            .workloads_admitted
+            .get_or_create(&Metrics::cluster(cluster))
+            .inc();
+    }
+    if plan.events.iter().any(|e| e.reason == "Redispatched") {
+        ctx.metrics.workloads_redispatched.inc();
+    }
+    for event in &plan.events {
+        publish(
+            ctx,
+            wl,
+            event.type_.clone(),
+            &event.reason,
+            event.message.clone(),
+        )
+        .await;
+    }
+
+    if plan.remove_finalizer {
+        let patch = finalizer_patch(wl, rv.as_deref(), false);
+        if let Err(e) = manager_api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            && !is_not_found(&e)
+        {
+            return conflict_or(e, "remove finalizer", "manager");
+        }
+        return Ok(Action::await_change());
+    }
+
+    Ok(match plan.requeue_after {
+        Some(after) => Action::requeue(after),
+        // A periodic look even when idle, so a lost event never strands a workload.
+        None => Action::requeue(Duration::from_secs(300)),
+    })
+}
+
+fn conflict_or(
+    e: kube::Error,
+    action: &'static str,
+    cluster: &str,
+) -> Result<Action, ReconcileError> {
+    if is_conflict(&e) {
+        Ok(Action::requeue(AFTER_CONFLICT))
+    } else {
+        Err(ReconcileError::Api {
+            action,
+            cluster: cluster.to_string(),
+            source: e,
+        })
+    }
+}
+
+/// A merge patch that adds or removes our finalizer; carrying the resourceVersion makes the
+/// API server refuse it (409) if the object changed since we read it.
+fn finalizer_patch(wl: &Workload, rv: Option<&str>, add: bool) -> serde_json::Value {
+    let mut finalizers: Vec<String> = wl.finalizers().to_vec();
+    if add {
+        finalizers.push(FINALIZER.to_string());
+    } else {
+        finalizers.retain(|f| f != FINALIZER);
+    }
+    serde_json::json!({"metadata": {"finalizers": finalizers, "resourceVersion": rv}})
+}
+
+async fn publish(ctx: &Context, wl: &Workload, type_: EventType, reason: &str, message: String) {
+    let event = Event {
+        type_: match type_ {
+            EventType::Normal => KubeEventType::Normal,
+            EventType::Warning => KubeEventType::Warning,
+        },
+        reason: reason.to_string(),
+        note: Some(message),
+        action: reason.to_string(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&event, &wl.object_ref(&())).await {
+        tracing::debug!(error = %e, "cannot publish event");
+    }
+}
+
+/// Retries failed reconciles after a short pause, counting the failure.
+pub fn error_policy(_wl: Arc<Workload>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
+    tracing::warn!(%error, "reconcile failed");
+    ctx.metrics
+        .reconcile_errors
+        .get_or_create(&ErrorLabel {
+            reason: error.reason().to_string(),
+        })
+        .inc();
+    Action::requeue(Duration::from_secs(2))
+}

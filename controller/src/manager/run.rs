@@ -1,0 +1,315 @@
+//! `baton manager`: caches, worker connections, the reconciler and the garbage collector.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use baton_crds::multikueue::LocationType;
+use baton_crds::workload::Workload;
+use baton_crds::{AdmissionCheck, ClusterQueue, LocalQueue, MultiKueueCluster, MultiKueueConfig};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DeleteParams, Preconditions};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::{Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+
+use super::controller::{Context, error_policy, reconcile};
+use super::kubeconfig::{KubeconfigProblem, vet};
+use super::workers::{Triggers, WorkerPool};
+use crate::config::{Configuration, parse_bind_address};
+use crate::http::{Readiness, serve};
+use crate::metrics::Metrics;
+
+/// Runs the manager until the process is stopped.
+pub async fn run(client: Client, config: Configuration, namespace: String) -> anyhow::Result<()> {
+    let metrics = Arc::new(Metrics::new());
+    let ready = Readiness::default();
+    let addr = parse_bind_address(&config.metrics_bind_address).map_err(anyhow::Error::msg)?;
+    let bound = serve(addr, metrics.clone(), ready.clone()).await?;
+    tracing::info!(%bound, "serving /metrics, /livez and /readyz");
+    if config.leader_election.enabled {
+        tracing::warn!("leader election is not implemented yet: run a single manager replica");
+    }
+
+    let (refs_tx, refs_rx) = mpsc::unbounded_channel::<ObjectRef<Workload>>();
+    let (all_tx, all_rx) = mpsc::unbounded_channel::<()>();
+    let triggers = Triggers {
+        refs: refs_tx,
+        all: all_tx.clone(),
+    };
+    let pool = WorkerPool::new(
+        client.clone(),
+        config.origin.clone(),
+        triggers,
+        metrics.clone(),
+    );
+
+    // Caches of the objects that route workloads; any change re-examines every workload.
+    let local_queues = cache::<LocalQueue>(Api::all(client.clone()), all_tx.clone());
+    let cluster_queues = cache::<ClusterQueue>(Api::all(client.clone()), all_tx.clone());
+    let admission_checks = cache::<AdmissionCheck>(Api::all(client.clone()), all_tx.clone());
+    let configs = cache::<MultiKueueConfig>(Api::all(client.clone()), all_tx.clone());
+    let (sync_tx, mut sync_rx) = mpsc::unbounded_channel::<()>();
+    let clusters = cache::<MultiKueueCluster>(Api::all(client.clone()), sync_tx.clone());
+    let secrets = cache::<Secret>(Api::namespaced(client.clone(), &namespace), sync_tx.clone());
+
+    // Worker connections follow the MultiKueueCluster objects and their Secrets.
+    {
+        let (pool, clusters, secrets, config, namespace) = (
+            pool.clone(),
+            clusters.clone(),
+            secrets.clone(),
+            config.clone(),
+            namespace.clone(),
+        );
+        let all_tx = all_tx.clone();
+        tokio::spawn(async move {
+            while sync_rx.recv().await.is_some() {
+                while sync_rx.try_recv().is_ok() {}
+                sync_clusters(&pool, &clusters, &secrets, &config, &namespace).await;
+                let _ = all_tx.send(());
+            }
+        });
+    }
+
+    let workload_api: Api<Workload> = Api::all(client.clone());
+    let controller = Controller::new(workload_api, watcher::Config::default());
+    let workloads = controller.store();
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "baton-manager".into(),
+            instance: std::env::var("POD_NAME").ok(),
+        },
+    );
+    let context = Arc::new(Context {
+        client: client.clone(),
+        config: config.clone(),
+        workloads: workloads.clone(),
+        local_queues: local_queues.clone(),
+        cluster_queues: cluster_queues.clone(),
+        admission_checks: admission_checks.clone(),
+        configs: configs.clone(),
+        clusters: clusters.clone(),
+        pool: pool.clone(),
+        metrics: metrics.clone(),
+        recorder,
+        gated: Mutex::new(HashSet::new()),
+    });
+
+    {
+        let (stores_ready, ready) = (
+            (
+                workloads.clone(),
+                local_queues.clone(),
+                cluster_queues.clone(),
+                admission_checks.clone(),
+                configs.clone(),
+                clusters.clone(),
+                secrets.clone(),
+            ),
+            ready.clone(),
+        );
+        let all_tx = all_tx.clone();
+        tokio::spawn(async move {
+            let (w, lq, cq, ac, mc, mkc, s) = stores_ready;
+            futures::join!(
+                synced(&w),
+                synced(&lq),
+                synced(&cq),
+                synced(&ac),
+                synced(&mc),
+                synced(&mkc),
+                synced(&s)
+            );
+            ready.set_ready();
+            tracing::info!("caches synced; ready");
+            let _ = all_tx.send(());
+        });
+    }
+
+    if !config.gc_interval.is_zero() {
+        tokio::spawn(garbage_collector(
+            pool.clone(),
+            workloads.clone(),
+            config.clone(),
+        ));
+    }
+
+    let refs = UnboundedReceiverStream::new(refs_rx);
+    let all = UnboundedReceiverStream::new(all_rx);
+    controller
+        .reconcile_on(refs)
+        .reconcile_all_on(all)
+        .shutdown_on_signal()
+        .run(reconcile, error_policy, context)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "controller event");
+            }
+        })
+        .await;
+    Ok(())
+}
+
+/// Waits until a cache has its first full list. Each wait is bounded and retried: a fresh
+/// wait re-checks the store, so a wake-up lost between the writer and this task cannot stall
+/// readiness (seen with kube-runtime 5 under load).
+pub async fn synced<K>(store: &Store<K>)
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    while let Err(_elapsed) =
+        tokio::time::timeout(Duration::from_millis(200), store.wait_until_ready()).await
+    {}
+}
+
+/// A cache of one kind; every change sends a tick on `changed`.
+fn cache<K>(api: Api<K>, changed: mpsc::UnboundedSender<()>) -> Store<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store::<K>();
+    let stream = reflector::reflector(
+        writer,
+        watcher(api, watcher::Config::default()).default_backoff(),
+    )
+    .touched_objects();
+    tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        while let Some(item) = stream.next().await {
+            if let Err(e) = item {
+                tracing::debug!(error = %e, "watch error");
+                continue;
+            }
+            let _ = changed.send(());
+        }
+    });
+    reader
+}
+
+/// Brings the worker connections in line with the MultiKueueCluster objects.
+async fn sync_clusters(
+    pool: &WorkerPool,
+    clusters: &Store<MultiKueueCluster>,
+    secrets: &Store<Secret>,
+    config: &Configuration,
+    namespace: &str,
+) {
+    let all = clusters.state();
+    let names: HashSet<String> = all.iter().map(|c| c.name_any()).collect();
+    pool.retain(|n| names.contains(n));
+    for cluster in all {
+        let name = cluster.name_any();
+        let text = match kubeconfig_text(&cluster, secrets, namespace) {
+            Ok(text) => text,
+            Err(problem) => {
+                pool.fail(&name, &problem).await;
+                continue;
+            }
+        };
+        match vet(&text, config.allow_insecure_kubeconfigs) {
+            Ok(kubeconfig) => pool.ensure(&name, kubeconfig, text),
+            Err(problem) => pool.fail(&name, &problem).await,
+        }
+    }
+}
+
+fn kubeconfig_text(
+    cluster: &MultiKueueCluster,
+    secrets: &Store<Secret>,
+    namespace: &str,
+) -> Result<String, KubeconfigProblem> {
+    let Some(source) = &cluster.spec.cluster_source.kube_config else {
+        return Err(KubeconfigProblem::Bad(
+            "only kubeConfig cluster sources are supported".into(),
+        ));
+    };
+    match source.location_type {
+        LocationType::Path => std::fs::read_to_string(&source.location).map_err(|e| {
+            KubeconfigProblem::Bad(format!(
+                "cannot read kubeconfig file {}: {e}",
+                source.location
+            ))
+        }),
+        LocationType::Secret => {
+            let secret = secrets
+                .get(&ObjectRef::new(&source.location).within(namespace))
+                .ok_or_else(|| {
+                    KubeconfigProblem::Bad(format!(
+                        "Secret {namespace}/{} not found",
+                        source.location
+                    ))
+                })?;
+            let bytes = secret
+                .data
+                .as_ref()
+                .and_then(|d| d.get("kubeconfig"))
+                .map(|b| b.0.clone())
+                .or_else(|| {
+                    secret
+                        .string_data
+                        .as_ref()
+                        .and_then(|d| d.get("kubeconfig"))
+                        .map(|s| s.clone().into_bytes())
+                })
+                .ok_or_else(|| {
+                    KubeconfigProblem::Bad(format!(
+                        "Secret {namespace}/{} has no key \"kubeconfig\"",
+                        source.location
+                    ))
+                })?;
+            String::from_utf8(bytes)
+                .map_err(|_| KubeconfigProblem::Bad("the kubeconfig is not UTF-8 text".into()))
+        }
+    }
+}
+
+/// Removes our replicas whose manager Workload no longer exists (only objects with our origin
+/// label are ever seen here, so nothing else is touched).
+async fn garbage_collector(pool: WorkerPool, workloads: Store<Workload>, config: Configuration) {
+    synced(&workloads).await;
+    let mut tick = tokio::time::interval(config.gc_interval.max(Duration::from_secs(1)));
+    loop {
+        tick.tick().await;
+        for (cluster, worker) in pool.connected() {
+            for replica in worker.replicas.state() {
+                let key = ObjectRef::<Workload>::new(&replica.name_any())
+                    .within(&replica.namespace().unwrap_or_default());
+                if workloads.get(&key).is_some() {
+                    continue;
+                }
+                let api: Api<Workload> = Api::namespaced(
+                    worker.client.clone(),
+                    &replica.namespace().unwrap_or_default(),
+                );
+                let params = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid: replica.uid(),
+                        resource_version: None,
+                    }),
+                    ..Default::default()
+                };
+                match api.delete(&replica.name_any(), &params).await {
+                    Ok(_) => {
+                        tracing::info!(%cluster, replica = %replica.name_any(), "garbage-collected an orphaned replica")
+                    }
+                    Err(e) => {
+                        tracing::debug!(%cluster, error = %e, "cannot garbage-collect replica")
+                    }
+                }
+            }
+        }
+    }
+}

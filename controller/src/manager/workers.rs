@@ -1,0 +1,352 @@
+//! Connections to worker clusters, one task per MultiKueueCluster: vet the kubeconfig,
+//! connect, watch our replicas (scoped by the origin label) into a cache, report the
+//! `Active` condition, and reconnect with capped exponential backoff. A worker that is down
+//! only delays its own task.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use baton_crds::MultiKueueCluster;
+use baton_crds::conditions::{ConditionStatus, NewCondition, set_condition};
+use baton_crds::constants::{MULTIKUEUE_ORIGIN_LABEL, condition, reason};
+use baton_crds::workload::Workload;
+use chrono::{DateTime, Utc};
+use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{Api, Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Client, Config};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinHandle;
+
+use super::kubeconfig::KubeconfigProblem;
+use crate::metrics::Metrics;
+
+/// First reconnect delay; it doubles per failed attempt up to [`MAX_BACKOFF`].
+pub const INITIAL_BACKOFF: Duration = Duration::from_secs(5);
+pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The delay before attempt `attempt + 1`, after `attempt` failures (1-based).
+pub fn backoff(attempt: u32) -> Duration {
+    let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
+    INITIAL_BACKOFF.saturating_mul(factor).min(MAX_BACKOFF)
+}
+
+/// What the manager knows of one worker now.
+#[derive(Clone)]
+pub enum WorkerState {
+    /// Not connected yet, or reconnecting; unreachable since the given time.
+    Down {
+        since: DateTime<Utc>,
+    },
+    Active(Box<Connected>),
+}
+
+#[derive(Clone)]
+pub struct Connected {
+    pub client: Client,
+    pub replicas: Store<Workload>,
+    pub recorder: Recorder,
+}
+
+/// Signals to the manager's reconciler: a replica with this namespace/name changed on some
+/// worker (`refs`), or a worker connected or disconnected so every workload is looked at
+/// again (`all`).
+#[derive(Clone)]
+pub struct Triggers {
+    pub refs: UnboundedSender<ObjectRef<Workload>>,
+    pub all: UnboundedSender<()>,
+}
+
+impl Triggers {
+    fn workload(&self, obj: &Workload) {
+        let _ = self.refs.send(ObjectRef::from_obj(obj));
+    }
+    fn everything(&self) {
+        let _ = self.all.send(());
+    }
+}
+
+struct Entry {
+    fingerprint: String,
+    state: Arc<RwLock<WorkerState>>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// All worker connections, by MultiKueueCluster name.
+#[derive(Clone)]
+pub struct WorkerPool {
+    entries: Arc<RwLock<HashMap<String, Entry>>>,
+    manager: Client,
+    origin: String,
+    triggers: Triggers,
+    metrics: Arc<Metrics>,
+    started: DateTime<Utc>,
+}
+
+impl WorkerPool {
+    pub fn new(manager: Client, origin: String, triggers: Triggers, metrics: Arc<Metrics>) -> Self {
+        Self {
+            entries: Arc::default(),
+            manager,
+            origin,
+            triggers,
+            metrics,
+            started: Utc::now(),
+        }
+    }
+
+    /// The state of one worker; a cluster with no connection task is down since start.
+    pub fn state(&self, cluster: &str) -> WorkerState {
+        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        entries
+            .get(cluster)
+            .map(|e| e.state.read().unwrap_or_else(|p| p.into_inner()).clone())
+            .unwrap_or(WorkerState::Down {
+                since: self.started,
+            })
+    }
+
+    /// Every connected worker.
+    pub fn connected(&self) -> Vec<(String, Connected)> {
+        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        entries
+            .iter()
+            .filter_map(
+                |(name, e)| match &*e.state.read().unwrap_or_else(|p| p.into_inner()) {
+                    WorkerState::Active(c) => Some((name.clone(), (**c).clone())),
+                    WorkerState::Down { .. } => None,
+                },
+            )
+            .collect()
+    }
+
+    /// Starts (or restarts, when the kubeconfig changed) the connection of one worker.
+    pub fn ensure(&self, cluster: &str, kubeconfig: Kubeconfig, fingerprint: String) {
+        let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
+        if entries
+            .get(cluster)
+            .is_some_and(|e| e.fingerprint == fingerprint)
+        {
+            return;
+        }
+        let state = Arc::new(RwLock::new(WorkerState::Down { since: Utc::now() }));
+        let task = tokio::spawn(run_worker(
+            cluster.to_string(),
+            kubeconfig,
+            state.clone(),
+            self.clone(),
+        ));
+        entries.insert(
+            cluster.to_string(),
+            Entry {
+                fingerprint,
+                state,
+                task,
+            },
+        );
+        tracing::info!(cluster, "connecting to worker cluster");
+    }
+
+    /// Stops a worker's connection and reports why (bad or insecure kubeconfig).
+    pub async fn fail(&self, cluster: &str, problem: &KubeconfigProblem) {
+        let removed = self
+            .entries
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(cluster);
+        if removed.is_some() {
+            self.triggers.everything();
+        }
+        self.metrics
+            .cluster_connected
+            .get_or_create(&Metrics::cluster(cluster))
+            .set(0);
+        write_active(
+            &self.manager,
+            cluster,
+            ConditionStatus::False,
+            problem.reason(),
+            &problem.to_string(),
+        )
+        .await;
+    }
+
+    /// Stops connections to clusters that no longer exist.
+    pub fn retain(&self, exists: impl Fn(&str) -> bool) {
+        let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
+        let before = entries.len();
+        entries.retain(|name, _| exists(name));
+        if entries.len() != before {
+            self.triggers.everything();
+        }
+    }
+}
+
+async fn run_worker(
+    cluster: String,
+    kubeconfig: Kubeconfig,
+    state: Arc<RwLock<WorkerState>>,
+    pool: WorkerPool,
+) {
+    let label = Metrics::cluster(&cluster);
+    let mut attempt: u32 = 0;
+    let mut down_since = Utc::now();
+    loop {
+        let failure =
+            match connect_and_watch(&cluster, &kubeconfig, &state, &pool, &mut attempt).await {
+                Ok(()) => "the watch ended".to_string(),
+                Err(e) => e,
+            };
+        let was_active = matches!(
+            *state.read().unwrap_or_else(|p| p.into_inner()),
+            WorkerState::Active(_)
+        );
+        if was_active {
+            down_since = Utc::now();
+        }
+        *state.write().unwrap_or_else(|p| p.into_inner()) = WorkerState::Down { since: down_since };
+        pool.metrics.cluster_connected.get_or_create(&label).set(0);
+        pool.triggers.everything();
+        attempt = attempt.saturating_add(1);
+        let delay = backoff(attempt);
+        let next = Utc::now() + chrono::Duration::from_std(delay).unwrap_or_default();
+        let message = format!(
+            "attempt {attempt} failed: {failure}; next attempt at {}",
+            next.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        );
+        tracing::warn!(cluster, attempt, "worker cluster unreachable: {failure}");
+        write_active(
+            &pool.manager,
+            &cluster,
+            ConditionStatus::False,
+            reason::CLIENT_CONNECTION_FAILED,
+            &message,
+        )
+        .await;
+        tokio::time::sleep(delay).await;
+    }
+}
+
+/// Connects, then feeds the replica cache until the watch fails. Returns the failure.
+async fn connect_and_watch(
+    cluster: &str,
+    kubeconfig: &Kubeconfig,
+    state: &Arc<RwLock<WorkerState>>,
+    pool: &WorkerPool,
+    attempt: &mut u32,
+) -> Result<(), String> {
+    let config = Config::from_custom_kubeconfig(kubeconfig.clone(), &KubeConfigOptions::default())
+        .await
+        .map_err(|e| format!("cannot use kubeconfig: {e}"))?;
+    let client = Client::try_from(config).map_err(|e| format!("cannot build client: {e}"))?;
+    tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version())
+        .await
+        .map_err(|_| "no answer from the API server".to_string())?
+        .map_err(|e| e.to_string())?;
+
+    let (reader, mut writer) = reflector::store::<Workload>();
+    let selector = format!("{MULTIKUEUE_ORIGIN_LABEL}={}", pool.origin);
+    let api: Api<Workload> = Api::all(client.clone());
+    let mut events = watcher(api, watcher::Config::default().labels(&selector)).boxed();
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "baton-manager".into(),
+            instance: None,
+        },
+    );
+    while let Some(event) = events.next().await {
+        let event = event.map_err(|e| e.to_string())?;
+        writer.apply_watcher_event(&event);
+        match &event {
+            watcher::Event::InitDone => {
+                *attempt = 0;
+                *state.write().unwrap_or_else(|p| p.into_inner()) =
+                    WorkerState::Active(Box::new(Connected {
+                        client: client.clone(),
+                        replicas: reader.clone(),
+                        recorder: recorder.clone(),
+                    }));
+                pool.metrics
+                    .cluster_connected
+                    .get_or_create(&Metrics::cluster(cluster))
+                    .set(1);
+                tracing::info!(cluster, "worker cluster connected");
+                write_active(
+                    &pool.manager,
+                    cluster,
+                    ConditionStatus::True,
+                    reason::ACTIVE,
+                    "connected",
+                )
+                .await;
+                pool.triggers.everything();
+            }
+            watcher::Event::Apply(obj)
+            | watcher::Event::Delete(obj)
+            | watcher::Event::InitApply(obj) => {
+                pool.triggers.workload(obj);
+            }
+            watcher::Event::Init => {}
+        }
+    }
+    Ok(())
+}
+
+/// Writes the MultiKueueCluster's `Active` condition (the manager is its only writer).
+pub async fn write_active(
+    manager: &Client,
+    cluster: &str,
+    status: ConditionStatus,
+    why: &str,
+    message: &str,
+) {
+    let api: Api<MultiKueueCluster> = Api::all(manager.clone());
+    let mut conditions: Vec<Condition> = match api.get_status(cluster).await {
+        Ok(current) => current.status.map(|s| s.conditions).unwrap_or_default(),
+        Err(e) => {
+            tracing::debug!(cluster, error = %e, "cannot read MultiKueueCluster status");
+            return;
+        }
+    };
+    let changed = set_condition(
+        &mut conditions,
+        NewCondition::new(condition::ACTIVE, status, why, message),
+        Utc::now(),
+    );
+    if !changed {
+        return;
+    }
+    let patch = serde_json::json!({"status": {"conditions": conditions}});
+    if let Err(e) = api
+        .patch_status(cluster, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        tracing::warn!(cluster, error = %e, "cannot write MultiKueueCluster status");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_five_seconds_and_caps_at_five_minutes() {
+        let delays: Vec<u64> = (1..=9).map(|a| backoff(a).as_secs()).collect();
+        assert_eq!(delays, vec![5, 10, 20, 40, 80, 160, 300, 300, 300]);
+        assert_eq!(backoff(u32::MAX), MAX_BACKOFF);
+        assert_eq!(backoff(0), INITIAL_BACKOFF);
+    }
+}
