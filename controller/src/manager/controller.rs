@@ -18,7 +18,8 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 
 use super::lifecycle::{
-    self, ClusterState, ClusterView, EventType, FINALIZER, LifecycleConfig, Observation, Plan,
+    self, ClusterState, ClusterView, EventType, FINALIZER, LastKnown, LifecycleConfig, Observation,
+    Plan,
 };
 use super::replica::{build_replica, is_ours};
 use super::routing::{Route, RoutingSnapshot};
@@ -134,10 +135,21 @@ impl Context {
                         state: ClusterState::Active,
                     });
                 }
-                WorkerState::Down { since } => views.push(ClusterView {
-                    name,
-                    state: ClusterState::Unreachable { since },
-                }),
+                WorkerState::Down { since, last_known } => {
+                    let last_known = match last_known {
+                        Some(store) => LastKnown::Seen(
+                            store
+                                .get(&key)
+                                .filter(|r| is_ours(r, &self.config.origin))
+                                .map(|r| Box::new((*r).clone())),
+                        ),
+                        None => LastKnown::NeverSeen,
+                    };
+                    views.push(ClusterView {
+                        name,
+                        state: ClusterState::Unreachable { since, last_known },
+                    })
+                }
             }
         }
         (views, replicas)
@@ -164,6 +176,7 @@ async fn reconcile_inner(wl: &Workload, ctx: &Context) -> Result<Action, Reconci
                 wl,
                 EventType::Warning,
                 "MultiKueueRouteInvalid",
+                None,
                 e.to_string(),
             )
             .await;
@@ -270,6 +283,7 @@ async fn execute(
                     wl,
                     EventType::Normal,
                     "ReplicaRemoved",
+                    Some(&deletion.cluster),
                     format!(
                         "removed the replica on {}: {}",
                         deletion.cluster, deletion.reason
@@ -290,7 +304,7 @@ async fn execute(
 
     if !plan.create.is_empty() {
         let replica = build_replica(wl, &ctx.config.origin, ctx.config.orchestrated_preemption);
-        let mut created = Vec::new();
+        let mut created: Vec<&str> = Vec::new();
         for cluster in &plan.create {
             let WorkerState::Active(worker) = ctx.pool.state(cluster) else {
                 continue;
@@ -312,6 +326,7 @@ async fn execute(
                         wl,
                         EventType::Warning,
                         "ReplicaCreationFailed",
+                        Some(cluster),
                         format!("cannot create the replica on {cluster}: {source}"),
                     )
                     .await;
@@ -326,12 +341,16 @@ async fn execute(
         }
         if !created.is_empty() {
             ctx.metrics.workloads_dispatched.inc();
+        }
+        for cluster in created {
+            let message = format!("replica created on {cluster}");
             publish(
                 ctx,
                 wl,
                 EventType::Normal,
                 "Dispatched",
-                format!("replicas created on {}", created.join(", ")),
+                Some(cluster),
+                message,
             )
             .await;
         }
@@ -362,28 +381,42 @@ async fn execute(
                 let signalled = opening
                     .signalled_at
                     .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-                let message = match opening.previous_opened_at {
-                    Some(previous) => {
-                        ctx.metrics.gate_timeouts.inc();
-                        format!(
-                            "opened preemption gate on {}; signalled first at {signalled}; the gate opened at {} timed out after {}s",
-                            opening.cluster,
-                            previous.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                            ctx.config.single_cluster_preemption_timeout.as_secs()
-                        )
-                    }
-                    None => format!(
-                        "opened preemption gate on {}; signalled first at {signalled}",
+                if let Some(previous) = opening.previous_opened_at {
+                    ctx.metrics.gate_timeouts.inc();
+                    let holder = opening
+                        .previous_cluster
+                        .as_deref()
+                        .unwrap_or("another cluster");
+                    let message = format!(
+                        "the preemption gate opened on {holder} at {} timed out after {}s without admission; passing the baton to {}",
+                        previous.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                        ctx.config.single_cluster_preemption_timeout.as_secs(),
                         opening.cluster
-                    ),
-                };
+                    );
+                    tracing::info!(workload = %name, "{message}");
+                    let holder = opening.previous_cluster.as_deref();
+                    publish(
+                        ctx,
+                        wl,
+                        EventType::Normal,
+                        "PreemptionGateTimedOut",
+                        holder,
+                        message,
+                    )
+                    .await;
+                }
+                let message = format!(
+                    "opened preemption gate on {}; signalled first at {signalled}",
+                    opening.cluster
+                );
                 tracing::info!(workload = %name, cluster = %opening.cluster, "{message}");
                 publish(
                     ctx,
                     wl,
                     EventType::Normal,
                     "PreemptionGateOpened",
-                    message.clone(),
+                    Some(&opening.cluster),
+                    message,
                 )
                 .await;
                 let event = Event {
@@ -439,6 +472,7 @@ async fn execute(
             wl,
             event.type_.clone(),
             &event.reason,
+            event.cluster.as_deref(),
             event.message.clone(),
         )
         .await;
@@ -491,7 +525,23 @@ fn finalizer_patch(wl: &Workload, rv: Option<&str>, add: bool) -> serde_json::Va
     serde_json::json!({"metadata": {"finalizers": finalizers, "resourceVersion": rv}})
 }
 
-async fn publish(ctx: &Context, wl: &Workload, type_: EventType, reason: &str, message: String) {
+/// Publishes an event on the manager Workload. Events about a worker name its
+/// MultiKueueCluster as the related object, so each cluster gets its own event series (the
+/// recorder aggregates by reason and related object, keeping the first message only).
+async fn publish(
+    ctx: &Context,
+    wl: &Workload,
+    type_: EventType,
+    reason: &str,
+    cluster: Option<&str>,
+    message: String,
+) {
+    let secondary = cluster.map(|name| k8s_openapi::api::core::v1::ObjectReference {
+        api_version: Some(format!("{}/{}", baton_crds::GROUP, baton_crds::VERSION)),
+        kind: Some("MultiKueueCluster".into()),
+        name: Some(name.to_string()),
+        ..Default::default()
+    });
     let event = Event {
         type_: match type_ {
             EventType::Normal => KubeEventType::Normal,
@@ -500,7 +550,7 @@ async fn publish(ctx: &Context, wl: &Workload, type_: EventType, reason: &str, m
         reason: reason.to_string(),
         note: Some(message),
         action: reason.to_string(),
-        secondary: None,
+        secondary,
     };
     if let Err(e) = ctx.recorder.publish(&event, &wl.object_ref(&())).await {
         tracing::debug!(error = %e, "cannot publish event");

@@ -40,18 +40,30 @@ pub struct LifecycleConfig {
 }
 
 /// A worker cluster named by the route, as the manager sees it now.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ClusterView {
     pub name: String,
     pub state: ClusterState,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum ClusterState {
     /// Connected; its replicas are known.
     Active,
-    /// Not reachable since this time; its replicas are unknown.
-    Unreachable { since: DateTime<Utc> },
+    /// Not reachable since this time; its replicas are known only as last seen.
+    Unreachable {
+        since: DateTime<Utc>,
+        last_known: LastKnown,
+    },
+}
+
+/// What the manager last saw of a workload's replica on a cluster it cannot reach now.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LastKnown {
+    /// Seen before the connection was lost (`None`: there was no replica).
+    Seen(Option<Box<Workload>>),
+    /// Not observed since this manager started: its gate may be open, as far as we know.
+    NeverSeen,
 }
 
 /// Everything the plan reads.
@@ -78,6 +90,8 @@ pub struct GateOpening {
     pub signalled_at: DateTime<Utc>,
     /// Set when the timeout passed the baton on from an earlier opening.
     pub previous_opened_at: Option<DateTime<Utc>>,
+    /// The cluster that held the baton until now.
+    pub previous_cluster: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,6 +105,8 @@ pub struct PlannedEvent {
     pub type_: EventType,
     pub reason: String,
     pub message: String,
+    /// The worker cluster the event is about.
+    pub cluster: Option<String>,
 }
 
 /// What the shell must do, in this order: finalizer, deletions, creations, gate, status.
@@ -110,11 +126,12 @@ pub struct Plan {
 }
 
 impl Plan {
-    fn event(&mut self, type_: EventType, reason: &str, message: String) {
+    fn event(&mut self, type_: EventType, reason: &str, cluster: &str, message: String) {
         self.events.push(PlannedEvent {
             type_,
             reason: reason.to_string(),
             message,
+            cluster: Some(cluster.to_string()),
         });
     }
 
@@ -286,6 +303,7 @@ fn declare_winner(
     plan.event(
         EventType::Normal,
         "AdmittedOnCluster",
+        winner,
         format!("admitted on worker cluster {winner}"),
     );
 }
@@ -310,7 +328,7 @@ fn follow_winner(
             status,
             plan,
         ),
-        Some(ClusterState::Unreachable { since }) => {
+        Some(ClusterState::Unreachable { since, .. }) => {
             let lost_for = obs
                 .now
                 .signed_duration_since(*since)
@@ -411,6 +429,7 @@ fn redispatch(
     plan.event(
         EventType::Warning,
         "Redispatched",
+        winner,
         format!("left worker cluster {winner}: {reason}"),
     );
     plan.requeue(Duration::ZERO);
@@ -459,13 +478,7 @@ fn dispatch_and_ungate(
         .filter(|c| !obs.replicas.contains_key(*c))
         .cloned()
         .collect();
-    if !created.is_empty() {
-        plan.event(
-            EventType::Normal,
-            "Dispatched",
-            format!("replicas created on {}", created.join(", ")),
-        );
-    }
+    // The "Dispatched" events are the shell's: only it knows which creations succeeded.
     plan.create = created;
 
     let message = if dispatched.clusters.is_empty() {
@@ -485,12 +498,13 @@ fn dispatch_and_ungate(
     set_check(status, &route.check, CheckState::Pending, message, obs.now);
 
     if config.orchestrated {
-        let views: Vec<ungate::ReplicaView> = obs
+        let mut views: Vec<ungate::ReplicaView> = obs
             .replicas
             .iter()
             .filter(|(c, _)| dispatched.clusters.contains(*c))
             .map(|(c, r)| ungate::view_of(c, r))
             .collect();
+        views.extend(obs.clusters.iter().filter_map(unreachable_view));
         match ungate::decide(&views, &route.clusters, obs.now, config.preemption_timeout) {
             UngateDecision::Nothing => {}
             UngateDecision::Wait { requeue_after, .. } => plan.requeue(requeue_after),
@@ -498,6 +512,7 @@ fn dispatch_and_ungate(
                 cluster,
                 signalled_at,
                 previous_opened_at,
+                previous_cluster,
                 requeue_after,
             } => {
                 plan.requeue(requeue_after);
@@ -505,9 +520,37 @@ fn dispatch_and_ungate(
                     cluster,
                     signalled_at,
                     previous_opened_at,
+                    previous_cluster,
                 });
             }
         }
+    }
+}
+
+/// What an unreachable cluster contributes to the ungating decision: its last known gate (it
+/// cannot be opened now, so it never signals), or, when not seen since this manager started,
+/// a gate that may have been opened at that time.
+fn unreachable_view(cluster: &ClusterView) -> Option<ungate::ReplicaView> {
+    let ClusterState::Unreachable { since, last_known } = &cluster.state else {
+        return None;
+    };
+    match last_known {
+        LastKnown::Seen(None) => None,
+        LastKnown::Seen(Some(replica)) => {
+            let mut view = ungate::view_of(&cluster.name, replica);
+            view.signal = None;
+            view.admitted = false;
+            Some(view)
+        }
+        LastKnown::NeverSeen => Some(ungate::ReplicaView {
+            cluster: cluster.name.clone(),
+            gate: Some(ungate::GateObservation {
+                state: baton_crds::workload::GateState::Open,
+                since: Some(*since),
+            }),
+            signal: None,
+            admitted: false,
+        }),
     }
 }
 

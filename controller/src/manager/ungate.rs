@@ -71,9 +71,16 @@ pub enum UngateDecision {
         signalled_at: DateTime<Utc>,
         /// When the previous gate was opened, if one was: the timeout passed the baton on.
         previous_opened_at: Option<DateTime<Utc>>,
+        /// The cluster whose gate was opened last (it held the baton until now).
+        previous_cluster: Option<String>,
         requeue_after: Duration,
     },
 }
+
+/// Kubernetes stores `metav1.Time` floored to the second: a gate recorded as opened at `t`
+/// may have opened up to a second later. The timeout is counted from the latest such
+/// instant, so the baton never passes on earlier than the timeout in real time.
+pub const STORED_TIME_PRECISION: Duration = Duration::from_secs(1);
 
 /// Decides which gate, if any, to open now.
 pub fn decide(
@@ -85,12 +92,13 @@ pub fn decide(
     if replicas.iter().any(|r| r.admitted) {
         return UngateDecision::Nothing;
     }
-    let last_opened = replicas
+    let last_open = replicas
         .iter()
-        .filter_map(|r| r.gate.as_ref())
-        .filter(|g| g.state == GateState::Open)
-        .map(|g| g.since.unwrap_or(DateTime::<Utc>::MIN_UTC))
+        .filter_map(|r| r.gate.as_ref().map(|g| (g, &r.cluster)))
+        .filter(|(g, _)| g.state == GateState::Open)
+        .map(|(g, cluster)| (g.since.unwrap_or(DateTime::<Utc>::MIN_UTC), cluster))
         .max();
+    let last_opened = last_open.map(|(at, _)| at);
     let mut candidates: Vec<(&ReplicaView, &Signal)> = replicas
         .iter()
         .filter(|r| {
@@ -109,7 +117,8 @@ pub fn decide(
         return UngateDecision::Nothing;
     }
     if let Some(opened) = last_opened {
-        let elapsed = now.signed_duration_since(opened);
+        let margin = chrono::Duration::from_std(STORED_TIME_PRECISION).unwrap_or_default();
+        let elapsed = now.signed_duration_since(opened) - margin;
         let timeout_chrono = chrono::Duration::from_std(timeout).unwrap_or(chrono::TimeDelta::MAX);
         if elapsed < timeout_chrono {
             // A clock that went backwards must not make us wait longer than one timeout.
@@ -136,6 +145,7 @@ pub fn decide(
         cluster: first.cluster.clone(),
         signalled_at: signal.since,
         previous_opened_at: last_opened,
+        previous_cluster: last_open.map(|(_, cluster)| cluster.clone()),
         requeue_after: timeout,
     }
 }

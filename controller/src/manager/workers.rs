@@ -40,9 +40,11 @@ pub fn backoff(attempt: u32) -> Duration {
 /// What the manager knows of one worker now.
 #[derive(Clone)]
 pub enum WorkerState {
-    /// Not connected yet, or reconnecting; unreachable since the given time.
+    /// Not connected yet, or reconnecting; unreachable since the given time. `last_known` is
+    /// the replica cache as it was when the connection was lost (`None`: never connected).
     Down {
         since: DateTime<Utc>,
+        last_known: Option<Store<Workload>>,
     },
     Active(Box<Connected>),
 }
@@ -115,6 +117,7 @@ impl WorkerPool {
             .map(|e| e.state.read().unwrap_or_else(|p| p.into_inner()).clone())
             .unwrap_or(WorkerState::Down {
                 since: self.started,
+                last_known: None,
             })
     }
 
@@ -141,7 +144,10 @@ impl WorkerPool {
         {
             return;
         }
-        let state = Arc::new(RwLock::new(WorkerState::Down { since: Utc::now() }));
+        let state = Arc::new(RwLock::new(WorkerState::Down {
+            since: Utc::now(),
+            last_known: None,
+        }));
         let task = tokio::spawn(run_worker(
             cluster.to_string(),
             kubeconfig,
@@ -203,20 +209,22 @@ async fn run_worker(
     let label = Metrics::cluster(&cluster);
     let mut attempt: u32 = 0;
     let mut down_since = Utc::now();
+    let mut last_known: Option<Store<Workload>> = None;
     loop {
         let failure =
             match connect_and_watch(&cluster, &kubeconfig, &state, &pool, &mut attempt).await {
                 Ok(()) => "the watch ended".to_string(),
                 Err(e) => e,
             };
-        let was_active = matches!(
-            *state.read().unwrap_or_else(|p| p.into_inner()),
-            WorkerState::Active(_)
-        );
-        if was_active {
+        if let WorkerState::Active(connected) = &*state.read().unwrap_or_else(|p| p.into_inner()) {
+            // Keep what we saw: a gate opened there still counts while the worker is down.
             down_since = Utc::now();
+            last_known = Some(connected.replicas.clone());
         }
-        *state.write().unwrap_or_else(|p| p.into_inner()) = WorkerState::Down { since: down_since };
+        *state.write().unwrap_or_else(|p| p.into_inner()) = WorkerState::Down {
+            since: down_since,
+            last_known: last_known.clone(),
+        };
         pool.metrics.cluster_connected.get_or_create(&label).set(0);
         pool.triggers.everything();
         attempt = attempt.saturating_add(1);

@@ -158,7 +158,10 @@ fn a_new_workload_gets_a_finalizer_and_replicas_on_every_connected_cluster() {
     let mut clusters = active(&["w1", "w2"]);
     clusters.push(ClusterView {
         name: "w3".into(),
-        state: ClusterState::Unreachable { since: t(0) },
+        state: ClusterState::Unreachable {
+            since: t(0),
+            last_known: LastKnown::Seen(None),
+        },
     });
     let plan = run(&wl, &clusters, &BTreeMap::new(), 10);
     assert!(plan.add_finalizer);
@@ -202,7 +205,8 @@ fn the_first_signalling_replica_gets_the_gate_opened() {
         Some(GateOpening {
             cluster: "w2".into(),
             signalled_at: t(11),
-            previous_opened_at: None
+            previous_opened_at: None,
+            previous_cluster: None,
         })
     );
     assert_eq!(plan.requeue_after, Some(Duration::from_secs(300)));
@@ -234,11 +238,13 @@ fn a_gate_opened_recently_makes_the_others_wait() {
     ]);
     let plan = run(&wl, &active(&["w1", "w2"]), &replicas, 65);
     assert!(plan.open_gate.is_none());
-    assert_eq!(plan.requeue_after, Some(Duration::from_secs(240)));
-    let plan = run(&wl, &active(&["w1", "w2"]), &replicas, 305);
+    // Stored at t(5), the opening may have happened as late as 5.999s: 241s remain.
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(241)));
+    let plan = run(&wl, &active(&["w1", "w2"]), &replicas, 306);
     assert_eq!(
-        plan.open_gate.map(|g| (g.cluster, g.previous_opened_at)),
-        Some(("w2".into(), Some(t(5))))
+        plan.open_gate
+            .map(|g| (g.cluster, g.previous_opened_at, g.previous_cluster)),
+        Some(("w2".into(), Some(t(5)), Some("w1".into())))
     );
 }
 
@@ -349,7 +355,10 @@ fn a_lost_worker_keeps_its_workload_until_the_timeout() {
     let mut clusters = active(&["w1", "w3"]);
     clusters.push(ClusterView {
         name: "w2".into(),
-        state: ClusterState::Unreachable { since: t(100) },
+        state: ClusterState::Unreachable {
+            since: t(100),
+            last_known: LastKnown::Seen(None),
+        },
     });
     let plan = run(&wl, &clusters, &BTreeMap::new(), 400);
     assert_eq!(plan.status, None);
@@ -453,4 +462,62 @@ fn incremental_dispatch_grows_round_by_round() {
     let replicas = BTreeMap::from([("w1".to_string(), replica(0))]);
     let plan = run_with(&wl, &clusters, &replicas, 61, &cfg);
     assert_eq!(plan.create, vec!["w2"]);
+}
+
+#[test]
+fn a_cluster_not_yet_seen_since_start_may_hold_the_baton() {
+    // Just after a restart: worker-1 (not connected yet) may have had its gate opened.
+    let wl = manager();
+    let mut clusters = active(&["w2"]);
+    clusters.push(ClusterView {
+        name: "w1".into(),
+        state: ClusterState::Unreachable {
+            since: t(100),
+            last_known: LastKnown::NeverSeen,
+        },
+    });
+    let replicas = BTreeMap::from([("w2".to_string(), signalling(replica(0), 2))]);
+    let plan = run(&wl, &clusters, &replicas, 110);
+    assert!(
+        plan.open_gate.is_none(),
+        "no opening before the unseen cluster is known or the timeout passed"
+    );
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(291)));
+    let plan = run(&wl, &clusters, &replicas, 401);
+    assert_eq!(plan.open_gate.map(|g| g.cluster), Some("w2".into()));
+}
+
+#[test]
+fn a_lost_cluster_keeps_its_last_known_gate_but_cannot_be_opened() {
+    let wl = manager();
+    let mut held = signalling(replica(0), 1);
+    set_gate_state(
+        held.status.get_or_insert_with(Default::default),
+        MULTIKUEUE_GATE,
+        GateState::Open,
+        t(50),
+    );
+    let mut waiting_lost = signalling(replica(0), 0);
+    waiting_lost.metadata.name = Some("job".into());
+    let mut clusters = active(&["w2"]);
+    clusters.push(ClusterView {
+        name: "w1".into(),
+        state: ClusterState::Unreachable {
+            since: t(60),
+            last_known: LastKnown::Seen(Some(Box::new(held))),
+        },
+    });
+    clusters.push(ClusterView {
+        name: "w3".into(),
+        state: ClusterState::Unreachable {
+            since: t(60),
+            last_known: LastKnown::Seen(Some(Box::new(waiting_lost))),
+        },
+    });
+    let replicas = BTreeMap::from([("w2".to_string(), signalling(replica(0), 2))]);
+    // w1's gate (opened at 50) still counts while w1 is down...
+    assert!(run(&wl, &clusters, &replicas, 200).open_gate.is_none());
+    // ...and after the timeout the baton passes to w2, never to the unreachable w3.
+    let plan = run(&wl, &clusters, &replicas, 351);
+    assert_eq!(plan.open_gate.map(|g| g.cluster), Some("w2".into()));
 }

@@ -81,6 +81,7 @@ fn the_first_signaller_is_opened() {
             cluster: "worker-2".into(),
             signalled_at: t(10),
             previous_opened_at: None,
+            previous_cluster: None,
             requeue_after: TIMEOUT,
         }
     );
@@ -125,7 +126,7 @@ fn a_recent_opening_makes_others_wait_for_the_remainder() {
     assert_eq!(
         decision,
         UngateDecision::Wait {
-            requeue_after: Duration::from_secs(210),
+            requeue_after: Duration::from_secs(211),
             waiting: 1,
         }
     );
@@ -137,13 +138,14 @@ fn after_the_timeout_the_baton_passes_on() {
         opened(signalling("worker-1", 0), 10),
         signalling("worker-2", 1),
     ];
-    let decision = decide(&replicas, &order(), t(310), TIMEOUT);
+    let decision = decide(&replicas, &order(), t(311), TIMEOUT);
     assert_eq!(
         decision,
         UngateDecision::Open {
             cluster: "worker-2".into(),
             signalled_at: t(1),
             previous_opened_at: Some(t(10)),
+            previous_cluster: Some("worker-1".into()),
             requeue_after: TIMEOUT,
         }
     );
@@ -163,7 +165,7 @@ fn the_latest_opening_counts() {
     ];
     match decide(&replicas, &order(), t(500), TIMEOUT) {
         UngateDecision::Wait { requeue_after, .. } => {
-            assert_eq!(requeue_after, Duration::from_secs(200))
+            assert_eq!(requeue_after, Duration::from_secs(201))
         }
         other => panic!("expected Wait, got {other:?}"),
     }
@@ -376,7 +378,9 @@ proptest! {
         if let UngateDecision::Open { .. } = decide(&replicas, &order(), t(now), timeout)
             && let Some(opened) = latest_open(&replicas)
         {
-            prop_assert!(t(now).signed_duration_since(opened) >= chrono::Duration::from_std(timeout).expect("fits"));
+            // Counted from the latest instant the stored second can stand for.
+            let real_latest = opened + chrono::Duration::from_std(STORED_TIME_PRECISION).expect("fits");
+            prop_assert!(t(now).signed_duration_since(real_latest) >= chrono::Duration::from_std(timeout).expect("fits"));
         }
     }
 
@@ -391,7 +395,8 @@ proptest! {
 
     #[test]
     fn the_earliest_signaller_is_opened_once_allowed(replicas in arb_replicas(), now in 0i64..1500) {
-        let allowed = latest_open(&replicas).is_none_or(|o| t(now).signed_duration_since(o) >= chrono::Duration::from_std(TIMEOUT).expect("fits"));
+        let margin = chrono::Duration::from_std(STORED_TIME_PRECISION).expect("fits");
+        let allowed = latest_open(&replicas).is_none_or(|o| t(now).signed_duration_since(o) - margin >= chrono::Duration::from_std(TIMEOUT).expect("fits"));
         let candidates: Vec<&ReplicaView> = replicas.iter().filter(|r| is_candidate(r)).collect();
         let decision = decide(&replicas, &order(), t(now), TIMEOUT);
         if allowed && !candidates.is_empty() && !replicas.iter().any(|r| r.admitted) {
