@@ -258,36 +258,44 @@ async fn execute(
         return Ok(Action::requeue(Duration::ZERO));
     }
 
-    for deletion in &plan.delete {
+    // Each worker gets its own request; they run at the same time.
+    let deletions = plan.delete.iter().filter_map(|deletion| {
         let WorkerState::Active(worker) = ctx.pool.state(&deletion.cluster) else {
-            continue;
+            return None;
         };
         let api: Api<Workload> = Api::namespaced(worker.client.clone(), &ns);
-        let uid = replicas.get(&deletion.cluster).and_then(|r| r.uid());
         let params = DeleteParams {
-            preconditions: uid.map(|uid| Preconditions {
-                uid: Some(uid),
-                resource_version: None,
-            }),
+            preconditions: replicas
+                .get(&deletion.cluster)
+                .and_then(|r| r.uid())
+                .map(|uid| Preconditions {
+                    uid: Some(uid),
+                    resource_version: None,
+                }),
             ..Default::default()
         };
-        match api.delete(&name, &params).await {
+        let name = name.clone();
+        Some(async move { (deletion, api.delete(&name, &params).await) })
+    });
+    for (deletion, result) in futures::future::join_all(deletions).await {
+        match result {
             Ok(_) => {
                 ctx.metrics
                     .replicas_deleted
                     .get_or_create(&Metrics::cluster(&deletion.cluster))
                     .inc();
                 tracing::info!(workload = %name, cluster = %deletion.cluster, reason = %deletion.reason, "replica deleted");
+                let message = format!(
+                    "removed the replica on {}: {}",
+                    deletion.cluster, deletion.reason
+                );
                 publish(
                     ctx,
                     wl,
                     EventType::Normal,
                     "ReplicaRemoved",
                     Some(&deletion.cluster),
-                    format!(
-                        "removed the replica on {}: {}",
-                        deletion.cluster, deletion.reason
-                    ),
+                    message,
                 )
                 .await;
             }
@@ -305,12 +313,16 @@ async fn execute(
     if !plan.create.is_empty() {
         let replica = build_replica(wl, &ctx.config.origin, ctx.config.orchestrated_preemption);
         let mut created: Vec<&str> = Vec::new();
-        for cluster in &plan.create {
+        let creations = plan.create.iter().filter_map(|cluster| {
             let WorkerState::Active(worker) = ctx.pool.state(cluster) else {
-                continue;
+                return None;
             };
             let api: Api<Workload> = Api::namespaced(worker.client.clone(), &ns);
-            match api.create(&PostParams::default(), &replica).await {
+            let replica = &replica;
+            Some(async move { (cluster, api.create(&PostParams::default(), replica).await) })
+        });
+        for (cluster, result) in futures::future::join_all(creations).await {
+            match result {
                 Ok(_) => {
                     ctx.metrics
                         .replicas_created
@@ -321,13 +333,14 @@ async fn execute(
                 Err(e) if is_conflict(&e) => {}
                 Err(source) => {
                     tracing::warn!(workload = %name, %cluster, error = %source, "cannot create replica");
+                    let message = format!("cannot create the replica on {cluster}: {source}");
                     publish(
                         ctx,
                         wl,
                         EventType::Warning,
                         "ReplicaCreationFailed",
                         Some(cluster),
-                        format!("cannot create the replica on {cluster}: {source}"),
+                        message,
                     )
                     .await;
                     ctx.metrics
@@ -428,13 +441,12 @@ async fn execute(
                     action: "OpenGate".into(),
                     secondary: None,
                 };
-                if let Err(e) = worker
-                    .recorder
-                    .publish(&event, &written.object_ref(&()))
-                    .await
-                {
-                    tracing::debug!(error = %e, "cannot publish event on replica");
-                }
+                let (recorder, reference) = (worker.recorder.clone(), written.object_ref(&()));
+                tokio::spawn(async move {
+                    if let Err(e) = recorder.publish(&event, &reference).await {
+                        tracing::debug!(error = %e, "cannot publish event on replica");
+                    }
+                });
             }
             Err(e) if is_conflict(&e) => return Ok(Action::requeue(AFTER_CONFLICT)),
             Err(source) => {
@@ -552,9 +564,14 @@ async fn publish(
         action: reason.to_string(),
         secondary,
     };
-    if let Err(e) = ctx.recorder.publish(&event, &wl.object_ref(&())).await {
-        tracing::debug!(error = %e, "cannot publish event");
-    }
+    // Events never hold up a decision: they are written in the background.
+    let recorder = ctx.recorder.clone();
+    let reference = wl.object_ref(&());
+    tokio::spawn(async move {
+        if let Err(e) = recorder.publish(&event, &reference).await {
+            tracing::debug!(error = %e, "cannot publish event");
+        }
+    });
 }
 
 /// Retries failed reconciles after a short pause, counting the failure.

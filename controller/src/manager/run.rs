@@ -47,6 +47,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
         config.origin.clone(),
         triggers,
         metrics.clone(),
+        config.worker_client.clone(),
     );
 
     // Caches of the objects that route workloads; any change re-examines every workload.

@@ -24,6 +24,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
 use super::kubeconfig::KubeconfigProblem;
+use crate::config::ClientConfig;
 use crate::metrics::Metrics;
 
 /// First reconnect delay; it doubles per failed attempt up to [`MAX_BACKOFF`].
@@ -95,11 +96,19 @@ pub struct WorkerPool {
     triggers: Triggers,
     metrics: Arc<Metrics>,
     started: DateTime<Utc>,
+    client_limits: ClientConfig,
 }
 
 impl WorkerPool {
-    pub fn new(manager: Client, origin: String, triggers: Triggers, metrics: Arc<Metrics>) -> Self {
+    pub fn new(
+        manager: Client,
+        origin: String,
+        triggers: Triggers,
+        metrics: Arc<Metrics>,
+        client_limits: ClientConfig,
+    ) -> Self {
         Self {
+            client_limits,
             entries: Arc::default(),
             manager,
             origin,
@@ -258,7 +267,7 @@ async fn connect_and_watch(
     let config = Config::from_custom_kubeconfig(kubeconfig.clone(), &KubeConfigOptions::default())
         .await
         .map_err(|e| format!("cannot use kubeconfig: {e}"))?;
-    let client = Client::try_from(config).map_err(|e| format!("cannot build client: {e}"))?;
+    let client = rate_limited_client(config, &pool.client_limits)?;
     tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version())
         .await
         .map_err(|_| "no answer from the API server".to_string())?
@@ -311,6 +320,17 @@ async fn connect_and_watch(
         }
     }
     Ok(())
+}
+
+/// A client that sends at most `burst` requests at once and `qps` per second on average
+/// (the window is `burst / qps` seconds), so one busy workload cannot flood a worker.
+pub fn rate_limited_client(config: Config, limits: &ClientConfig) -> Result<Client, String> {
+    let burst = u64::from(limits.burst.max(1));
+    let window = Duration::from_secs_f64(burst as f64 / f64::from(limits.qps.max(0.001)));
+    let layer = tower::limit::RateLimitLayer::new(burst, window);
+    let builder = kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| format!("cannot build client: {e}"))?;
+    Ok(builder.with_layer(&layer).build())
 }
 
 /// Writes the MultiKueueCluster's `Active` condition (the manager is its only writer).

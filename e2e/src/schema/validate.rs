@@ -56,15 +56,20 @@ impl fmt::Display for FieldError {
 /// version and reuse it: CEL rules are compiled once.
 pub struct SchemaValidator {
     schema: Value,
+    /// Compiled CEL rules; `None` when the schema has none (evaluating would only cost time).
     cel: Option<kube_cel::CompiledSchema>,
+    /// Whether any rule reads `oldSelf`; otherwise the old object is not converted.
+    transition_rules: bool,
 }
 
 impl SchemaValidator {
     /// Compiles the schema (including its CEL rules).
     pub fn new(schema: &Value) -> Self {
+        let rules = rule_texts(schema);
         Self {
             schema: schema.clone(),
-            cel: Some(kube_cel::compile_schema(schema)),
+            cel: (!rules.is_empty()).then(|| kube_cel::compile_schema(schema)),
+            transition_rules: rules.iter().any(|r| r.contains("oldSelf")),
         }
     }
 
@@ -73,6 +78,7 @@ impl SchemaValidator {
         Self {
             schema: schema.clone(),
             cel: None,
+            transition_rules: false,
         }
     }
 
@@ -94,7 +100,11 @@ impl SchemaValidator {
         if errors.is_empty()
             && let Some(cel) = &self.cel
         {
-            errors.extend(cel_errors(cel, object, old));
+            errors.extend(cel_errors(
+                cel,
+                object,
+                old.filter(|_| self.transition_rules),
+            ));
         }
         errors
     }
@@ -281,8 +291,8 @@ fn validate_node(
                 FieldErrorKind::TypeInvalid,
                 field,
                 format!(
-                    "Invalid value: {}: {field} in body must be of type integer or string: \"{}\"",
-                    shown(value),
+                    "Invalid value: \"{}\": {field} in body must be of type integer or string: \"{}\"",
+                    type_name(value),
                     type_name(value)
                 ),
             );
@@ -296,8 +306,8 @@ fn validate_node(
             FieldErrorKind::TypeInvalid,
             field,
             format!(
-                "Invalid value: {}: {field} in body must be of type {ty}: \"{}\"",
-                shown(value),
+                "Invalid value: \"{}\": {field} in body must be of type {ty}: \"{}\"",
+                type_name(value),
                 type_name(value)
             ),
         );
@@ -393,7 +403,7 @@ fn validate_number(
                 field,
                 format!(
                     "Invalid value: {value}: {field} in body should be {op} {}",
-                    s["minimum"]
+                    bound(&s["minimum"])
                 ),
             );
         }
@@ -412,7 +422,7 @@ fn validate_number(
                 field,
                 format!(
                     "Invalid value: {value}: {field} in body should be {op} {}",
-                    s["maximum"]
+                    bound(&s["maximum"])
                 ),
             );
         }
@@ -430,6 +440,14 @@ fn validate_number(
                 s["multipleOf"]
             ),
         );
+    }
+}
+
+/// A bound as kube-apiserver prints it: `0`, not `0.0`.
+fn bound(value: &Value) -> String {
+    match value.as_f64() {
+        Some(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => format!("{}", n as i64),
+        _ => value.to_string(),
     }
 }
 
@@ -635,6 +653,28 @@ thread_local! {
     static CEL: kube_cel::Validator = kube_cel::Validator::new();
 }
 
+/// Every `x-kubernetes-validations` rule in the schema.
+fn rule_texts(schema: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Array(rules)) = map.get("x-kubernetes-validations") {
+                out.extend(
+                    rules
+                        .iter()
+                        .filter_map(|r| r.get("rule")?.as_str().map(str::to_string)),
+                );
+            }
+            for child in map.values() {
+                out.extend(rule_texts(child));
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| out.extend(rule_texts(i))),
+        _ => {}
+    }
+    out
+}
+
 fn cel_errors(
     cel: &kube_cel::CompiledSchema,
     object: &Value,
@@ -750,7 +790,9 @@ mod tests {
             "{text:?}"
         );
         assert!(
-            has("spec.q: Invalid value: 1.5: spec.q in body must be of type integer or string"),
+            has(
+                "spec.q: Invalid value: \"number\": spec.q in body must be of type integer or string: \"number\""
+            ),
             "{text:?}"
         );
         assert!(has("spec.when: Invalid value: \"yesterday\""), "{text:?}");

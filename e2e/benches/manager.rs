@@ -1,0 +1,344 @@
+//! Manager benchmarks on the testbed, through the real `baton manager` binary (build it in the
+//! same profile first: `cargo build --release -p baton && cargo bench -p baton-e2e --bench manager`).
+//!
+//! - throughput: 1,000 Workloads through 1 manager + 3 workers whose admission is played by a
+//!   fast stand-in (each worker admits every replica at once); reports workloads/s from
+//!   submission to Admitted on the manager.
+//! - gate latency: 1,000 Workloads × 3 workers where every worker signals
+//!   `QuotaReservationBlocked` at once; reports the time from the first signal being written to
+//!   the gate being open on that worker (p50/p99).
+//!
+//! `BATON_BENCH_WORKLOADS` overrides the count.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use baton_crds::constants::MULTIKUEUE_GATE;
+use baton_crds::gates::gate_state;
+use baton_crds::workload::{GateState, Workload};
+use baton_e2e::multikueue::Env;
+use chrono::Utc;
+use futures::StreamExt;
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt, watcher};
+
+#[derive(Clone, Copy, PartialEq)]
+enum Worker {
+    /// Admit every replica at once.
+    Admit,
+    /// Signal gated at once; admit when the gate opens.
+    SignalThenAdmitWhenOpen,
+}
+
+type Times = Arc<Mutex<HashMap<String, Instant>>>;
+
+/// A stand-in worker scheduler: reacts to replicas on one worker cluster.
+fn stand_in(env: &Env, i: usize, mode: Worker, signalled: Times, opened: Times) {
+    let api: Api<Workload> = Api::all(env.worker_client(i));
+    let env_workers = env.worker_workloads(i);
+    tokio::spawn(async move {
+        let mut events = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .applied_objects()
+            .boxed();
+        while let Some(Ok(replica)) = events.next().await {
+            let name = replica.name_any();
+            let status = replica.status.clone().unwrap_or_default();
+            let reserved = status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "QuotaReserved" && c.status == "True");
+            let blocked = status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "QuotaReservationBlocked");
+            let open = gate_state(&replica, MULTIKUEUE_GATE) == Some(GateState::Open);
+            if reserved {
+                continue;
+            }
+            let api = env_workers.clone();
+            let (signalled, opened) = (signalled.clone(), opened.clone());
+            tokio::spawn(async move {
+                let write = |f: Box<dyn Fn(&mut baton_crds::workload::WorkloadStatus) + Send>| {
+                    let api = api.clone();
+                    let name = name.clone();
+                    async move {
+                        for _ in 0..10 {
+                            let Ok(mut current) = api.get(&name).await else {
+                                return false;
+                            };
+                            f(current.status.get_or_insert_with(Default::default));
+                            match api
+                                .replace_status(&name, &Default::default(), &current)
+                                .await
+                            {
+                                Ok(_) => return true,
+                                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                                Err(_) => return false,
+                            }
+                        }
+                        false
+                    }
+                };
+                let admit = || {
+                    write(Box::new(|s| {
+                        let now = Utc::now();
+                        for (t, r) in [("QuotaReserved", "QuotaReserved"), ("Admitted", "Admitted")]
+                        {
+                            baton_crds::conditions::set_condition(
+                                &mut s.conditions,
+                                baton_crds::conditions::NewCondition::new(
+                                    t,
+                                    baton_crds::conditions::ConditionStatus::True,
+                                    r,
+                                    "stand-in",
+                                ),
+                                now,
+                            );
+                        }
+                        s.admission = Some(baton_crds::workload::Admission {
+                            cluster_queue: "cluster-queue".into(),
+                            pod_set_assignments: vec![baton_crds::workload::PodSetAssignment {
+                                name: "main".into(),
+                                count: Some(1),
+                                ..Default::default()
+                            }],
+                        });
+                    }))
+                };
+                match mode {
+                    Worker::Admit => {
+                        admit().await;
+                    }
+                    Worker::SignalThenAdmitWhenOpen if open => {
+                        opened
+                            .lock()
+                            .expect("lock")
+                            .entry(name.clone())
+                            .or_insert_with(Instant::now);
+                        admit().await;
+                    }
+                    Worker::SignalThenAdmitWhenOpen if !blocked => {
+                        let ok = write(Box::new(|s| {
+                            baton_crds::conditions::set_condition(
+                                &mut s.conditions,
+                                baton_crds::conditions::NewCondition::new(
+                                    "QuotaReservationBlocked",
+                                    baton_crds::conditions::ConditionStatus::True,
+                                    "PreemptionGated",
+                                    "stand-in",
+                                ),
+                                Utc::now(),
+                            );
+                        }))
+                        .await;
+                        if ok {
+                            signalled
+                                .lock()
+                                .expect("lock")
+                                .entry(name.clone())
+                                .or_insert_with(Instant::now);
+                        }
+                    }
+                    Worker::SignalThenAdmitWhenOpen => {}
+                }
+            });
+        }
+    });
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+/// `rate`: submissions per second, or `None` for all at once (32 in flight).
+async fn run(count: usize, mode: Worker, rate: Option<u32>) -> anyhow::Result<()> {
+    let mut env = Env::start(3).await?;
+    let manager = env.start_manager("singleClusterPreemptionTimeout: 5m\ngcInterval: 0s\nworkerClient: {qps: 5000, burst: 5000}\n")?;
+    let signalled: Times = Arc::default();
+    let opened: Times = Arc::default();
+    for i in 1..=3 {
+        stand_in(&env, i, mode, signalled.clone(), opened.clone());
+    }
+    // Wait until the manager is connected to the workers.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let admitted: Times = Arc::default();
+    {
+        let api: Api<Workload> = env.manager_workloads();
+        let admitted = admitted.clone();
+        tokio::spawn(async move {
+            let mut events = watcher(api, watcher::Config::default())
+                .default_backoff()
+                .applied_objects()
+                .boxed();
+            while let Some(Ok(wl)) = events.next().await {
+                let done = wl.status.as_ref().is_some_and(|s| {
+                    s.cluster_name.is_some()
+                        && s.conditions
+                            .iter()
+                            .any(|c| c.type_ == "Admitted" && c.status == "True")
+                });
+                if done {
+                    admitted
+                        .lock()
+                        .expect("lock")
+                        .entry(wl.name_any())
+                        .or_insert_with(Instant::now);
+                }
+            }
+        });
+    }
+
+    let start = Instant::now();
+    let submitted: Times = Arc::default();
+    let pace = rate.map(|r| Duration::from_secs_f64(1.0 / f64::from(r.max(1))));
+    futures::stream::iter(0..count)
+        .then(|n| async move {
+            if let Some(pace) = pace {
+                let due = start + pace.mul_f64(n as f64);
+                tokio::time::sleep_until(due.into()).await;
+            }
+            n
+        })
+        .map(|n| {
+            let env = &env;
+            let submitted = submitted.clone();
+            async move {
+                let name = format!("wl-{n:05}");
+                submitted
+                    .lock()
+                    .expect("lock")
+                    .insert(name.clone(), Instant::now());
+                env.submit(&name, 1).await
+            }
+        })
+        .buffer_unordered(32)
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                eprintln!("submit failed: {e}");
+            }
+        })
+        .await;
+    let submit_time = start.elapsed();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while admitted.lock().expect("lock").len() < count && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let total = start.elapsed();
+    let admitted = admitted.lock().expect("lock").clone();
+    let submitted = submitted.lock().expect("lock").clone();
+    let mut latencies: Vec<Duration> = admitted
+        .iter()
+        .filter_map(|(name, at)| submitted.get(name).map(|s| at.duration_since(*s)))
+        .collect();
+    latencies.sort();
+    let last = admitted
+        .values()
+        .max()
+        .map(|t| t.duration_since(start))
+        .unwrap_or(total);
+    println!(
+        "  admitted {}/{count} in {:.2}s (submission took {:.2}s): {:.1} workloads/s; submit→admitted p50 {:?} p99 {:?}",
+        admitted.len(),
+        last.as_secs_f64(),
+        submit_time.as_secs_f64(),
+        admitted.len() as f64 / last.as_secs_f64(),
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+    );
+    if mode == Worker::SignalThenAdmitWhenOpen {
+        let signalled = signalled.lock().expect("lock").clone();
+        let opened = opened.lock().expect("lock").clone();
+        let mut gate: Vec<Duration> = opened
+            .iter()
+            .filter_map(|(name, at)| {
+                signalled
+                    .get(name)
+                    .map(|s| at.saturating_duration_since(*s))
+            })
+            .collect();
+        gate.sort();
+        println!(
+            "  gate latency (first signal written → gate open seen on the worker) over {} workloads: p50 {:?} p90 {:?} p99 {:?} max {:?}",
+            gate.len(),
+            percentile(&gate, 0.5),
+            percentile(&gate, 0.9),
+            percentile(&gate, 0.99),
+            gate.last().copied().unwrap_or_default(),
+        );
+    }
+    print_manager_metrics(&manager.log).await;
+    anyhow::ensure!(
+        admitted.len() == count,
+        "only {} of {count} workloads were admitted",
+        admitted.len()
+    );
+    Ok(())
+}
+
+/// Reads the manager's `/metrics` (address from its log) and prints reconcile figures.
+async fn print_manager_metrics(log: &std::path::Path) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let Some(addr) = text.split("bound=").nth(1).map(|r| {
+        r.chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+            .collect::<String>()
+    }) else {
+        return;
+    };
+    let Ok(mut stream) = tokio::net::TcpStream::connect(&addr).await else {
+        return;
+    };
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = stream.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").await;
+    let mut body = String::new();
+    let _ = stream.read_to_string(&mut body).await;
+    let value = |name: &str| -> f64 {
+        body.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0)
+    };
+    let count = value("baton_reconcile_duration_seconds_count");
+    let sum = value("baton_reconcile_duration_seconds_sum");
+    println!(
+        "  manager: {count} reconciles, mean {:.2} ms each, {:.1} s busy in total",
+        if count > 0.0 {
+            sum / count * 1000.0
+        } else {
+            0.0
+        },
+        sum
+    );
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    // `cargo test --benches` runs this with --bench absent: keep that quick.
+    let benching = std::env::args().any(|a| a == "--bench");
+    let count: usize = std::env::var("BATON_BENCH_WORKLOADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if benching { 1000 } else { 20 });
+    println!(
+        "manager throughput: {count} workloads submitted at once, 1 manager + 3 workers (stand-in workers admit at once)"
+    );
+    run(count, Worker::Admit, None).await?;
+    println!(
+        "gate latency, paced: {count} workloads at 50/s x 3 workers, every worker signals at once"
+    );
+    run(count, Worker::SignalThenAdmitWhenOpen, Some(50)).await?;
+    println!(
+        "gate latency, burst: {count} workloads submitted at once x 3 workers (queueing included)"
+    );
+    run(count, Worker::SignalThenAdmitWhenOpen, None).await?;
+    Ok(())
+}

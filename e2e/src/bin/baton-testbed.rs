@@ -1,0 +1,69 @@
+//! `baton-testbed`: serve one or more in-memory Kubernetes API clusters on 127.0.0.1 and
+//! write a kubeconfig for each; runs until interrupted.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use baton_e2e::server::{ClusterOptions, TestCluster};
+use clap::Parser;
+
+#[derive(Parser, Debug)]
+#[command(
+    version,
+    about = "A Kubernetes-API-compatible in-memory API server for tests and demos"
+)]
+struct Args {
+    /// Names of the clusters to start (comma-separated); each gets NAME.kubeconfig.
+    #[arg(long, value_delimiter = ',', default_value = "testbed")]
+    clusters: Vec<String>,
+    /// First port to listen on (the next clusters use the following ports); 0 picks free ports.
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Directory for the kubeconfig files.
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// Install Baton's CRDs in every cluster.
+    #[arg(long)]
+    baton_crds: bool,
+    /// Log format: plain or json.
+    #[arg(long, default_value = "plain")]
+    log_format: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    baton_e2e::harness::init_logging(&args.log_format);
+    std::fs::create_dir_all(&args.dir)
+        .with_context(|| format!("creating {}", args.dir.display()))?;
+    let mut clusters = Vec::new();
+    for (i, name) in args.clusters.iter().enumerate() {
+        let port = if args.port == 0 {
+            0
+        } else {
+            args.port + u16::try_from(i)?
+        };
+        let cluster = TestCluster::start(ClusterOptions {
+            name: name.clone(),
+            port,
+            ..ClusterOptions::default()
+        })
+        .await?;
+        if args.baton_crds {
+            cluster.install_crds(&baton_crds::generate::all_crds()?)?;
+        }
+        let path = args.dir.join(format!("{name}.kubeconfig"));
+        cluster.write_kubeconfig(&path)?;
+        println!(
+            "{name}: {} (kubectl --kubeconfig {} get ns)",
+            cluster.url(),
+            path.display()
+        );
+        clusters.push(cluster);
+    }
+    baton_e2e::harness::wait_for_shutdown_signal().await?;
+    for c in &clusters {
+        c.shutdown().await;
+    }
+    Ok(())
+}

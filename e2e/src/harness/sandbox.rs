@@ -1,0 +1,143 @@
+//! The local multi-cluster sandbox (DESIGN.md §7 `baton-sandbox`): a manager and N worker
+//! clusters on the testbed, Baton's CRDs installed, kubeconfigs written, and the worker
+//! kubeconfig Secrets in the manager's `baton-system` namespace.
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use serde_json::json;
+
+use crate::server::{ClusterOptions, ServerError, TestCluster};
+
+/// The namespace on the manager that holds the worker kubeconfig Secrets.
+pub const CONTROLLER_NAMESPACE: &str = "baton-system";
+
+/// Errors while starting the sandbox.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error(transparent)]
+    Server(#[from] ServerError),
+    #[error("cannot generate Baton's CRDs: {0}")]
+    Crds(#[from] baton_crds::generate::GenerateError),
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A running sandbox.
+pub struct Sandbox {
+    pub dir: PathBuf,
+    pub manager: TestCluster,
+    pub workers: Vec<TestCluster>,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> SandboxError + '_ {
+    move |source| SandboxError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+impl Sandbox {
+    /// Starts the manager and `workers` worker clusters and writes everything into `dir`
+    /// (`ready` last). `base_port` 0 picks free ports; otherwise the manager listens on it and
+    /// worker i on `base_port + i`.
+    pub async fn start(workers: usize, dir: &Path, base_port: u16) -> Result<Self, SandboxError> {
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let ready = dir.join("ready");
+        if ready.exists() {
+            std::fs::remove_file(&ready).map_err(io_err(&ready))?;
+        }
+        let crds = baton_crds::generate::all_crds()?;
+        let port = |i: usize| {
+            if base_port == 0 {
+                0
+            } else {
+                base_port.saturating_add(u16::try_from(i).unwrap_or(u16::MAX))
+            }
+        };
+        let manager = TestCluster::start(ClusterOptions {
+            name: "manager".into(),
+            port: port(0),
+            ..ClusterOptions::default()
+        })
+        .await?;
+        manager.install_crds(&crds)?;
+        manager.write_kubeconfig(&dir.join("manager.kubeconfig"))?;
+        manager.apply_object("", "v1", "namespaces", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CONTROLLER_NAMESPACE}}))?;
+        let mut started = Vec::new();
+        for i in 1..=workers {
+            let name = format!("worker-{i}");
+            let worker = TestCluster::start(ClusterOptions {
+                name: name.clone(),
+                port: port(i),
+                ..ClusterOptions::default()
+            })
+            .await?;
+            worker.install_crds(&crds)?;
+            worker.write_kubeconfig(&dir.join(format!("{name}.kubeconfig")))?;
+            let data = base64::engine::general_purpose::STANDARD.encode(worker.kubeconfig());
+            manager.apply_object(
+                "",
+                "v1",
+                "secrets",
+                json!({
+                    "apiVersion": "v1", "kind": "Secret",
+                    "metadata": {"name": format!("{name}-kubeconfig"), "namespace": CONTROLLER_NAMESPACE,
+                                 "labels": {"app.kubernetes.io/part-of": "baton-sandbox"}},
+                    "type": "Opaque",
+                    "data": {"kubeconfig": data},
+                }),
+            )?;
+            started.push(worker);
+        }
+        std::fs::write(&ready, "ready\n").map_err(io_err(&ready))?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            manager,
+            workers: started,
+        })
+    }
+
+    /// What to tell the user: each cluster's kubeconfig and how to use it.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        let line = |name: &str, c: &TestCluster, path: PathBuf| {
+            format!(
+                "  {name:<10} {}  kubectl --kubeconfig {} get workloads -A\n",
+                c.url(),
+                path.display()
+            )
+        };
+        out.push_str("Baton sandbox is up:\n");
+        out.push_str(&line(
+            "manager",
+            &self.manager,
+            self.dir.join("manager.kubeconfig"),
+        ));
+        for (i, w) in self.workers.iter().enumerate() {
+            let name = format!("worker-{}", i + 1);
+            out.push_str(&line(&name, w, self.dir.join(format!("{name}.kubeconfig"))));
+        }
+        out.push_str(&format!(
+            "Worker kubeconfigs are Secrets worker-<i>-kubeconfig (key kubeconfig) in namespace {CONTROLLER_NAMESPACE} on the manager.\n"
+        ));
+        out.push_str(&format!(
+            "Ready marker: {}\n",
+            self.dir.join("ready").display()
+        ));
+        out
+    }
+
+    /// Stops every cluster and removes the ready marker.
+    pub async fn stop(&self) {
+        let _ = std::fs::remove_file(self.dir.join("ready"));
+        self.manager.shutdown().await;
+        for w in &self.workers {
+            w.shutdown().await;
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! The shared state of one testbed cluster.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::faults::Faults;
+use super::store::Store;
+
+/// Tunables of one cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    /// Name used in the kubeconfig (cluster, context and user names).
+    pub name: String,
+    /// Port to listen on; 0 picks a free one.
+    pub port: u16,
+    /// How many changes watches can replay before a resourceVersion is "too old" (410).
+    pub history_limit: usize,
+    /// How often watches that asked for bookmarks get one.
+    pub bookmark_interval: Duration,
+    /// Watch duration when the client gives no `timeoutSeconds`.
+    pub default_watch_timeout: Duration,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        Self {
+            name: "testbed".into(),
+            port: 0,
+            history_limit: 50_000,
+            bookmark_interval: Duration::from_secs(1),
+            default_watch_timeout: Duration::from_secs(1800),
+        }
+    }
+}
+
+/// Everything request handlers share.
+pub struct ClusterState {
+    pub options: ClusterOptions,
+    store: Mutex<Store>,
+    pub faults: Faults,
+    /// Bumped to end every open watch (as an API server restart does).
+    pub watch_epoch: tokio::sync::watch::Sender<u64>,
+}
+
+impl ClusterState {
+    pub fn new(options: ClusterOptions) -> Self {
+        let (watch_epoch, _) = tokio::sync::watch::channel(0);
+        Self {
+            store: Mutex::new(Store::new(options.history_limit)),
+            options,
+            faults: Faults::default(),
+            watch_epoch,
+        }
+    }
+
+    /// The store, locked. Never held across an await.
+    pub fn store(&self) -> MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn end_watches(&self) {
+        self.watch_epoch.send_modify(|e| *e += 1);
+    }
+}

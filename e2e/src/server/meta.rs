@@ -1,0 +1,175 @@
+//! Object metadata helpers: timestamps, UIDs, generated names, name validation.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use super::error::{Cause, invalid_value};
+
+/// RFC 3339 time with second precision, as `metav1.Time` serialises.
+pub fn now_time() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// RFC 3339 time with microsecond precision, as `metav1.MicroTime` serialises.
+pub fn now_micro_time() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string()
+}
+
+pub fn new_uid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// `generateName` + five random characters from the API server's alphabet.
+pub fn generate_name(prefix: &str) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let bytes = uuid::Uuid::new_v4().into_bytes();
+    let mut prefix = prefix.to_string();
+    // The API server truncates the prefix so that the result fits 63 characters.
+    if prefix.len() > 58 {
+        prefix.truncate(58);
+    }
+    let suffix: String = bytes
+        .iter()
+        .take(5)
+        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
+        .collect();
+    format!("{prefix}{suffix}")
+}
+
+static SUBDOMAIN: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$").ok()
+});
+static LABEL: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$").ok());
+
+/// Validates a DNS-1123 subdomain name (most kinds).
+pub fn check_subdomain(field: &str, name: &str) -> Option<Cause> {
+    let ok = name.len() <= 253 && SUBDOMAIN.as_ref().is_some_and(|r| r.is_match(name));
+    (!ok).then(|| {
+        invalid_value(
+            field,
+            &Value::String(name.into()),
+            if name.len() > 253 {
+                "must be no more than 253 characters"
+            } else {
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+            },
+        )
+    })
+}
+
+/// Validates a DNS-1123 label name (namespaces).
+pub fn check_label(field: &str, name: &str) -> Option<Cause> {
+    let ok = name.len() <= 63 && LABEL.as_ref().is_some_and(|r| r.is_match(name));
+    (!ok).then(|| {
+        invalid_value(
+            field,
+            &Value::String(name.into()),
+            if name.len() > 63 {
+                "must be no more than 63 characters"
+            } else {
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+            },
+        )
+    })
+}
+
+/// Borrow `metadata` as an object, creating it if absent or malformed.
+/// `obj` must be a JSON object (request bodies are checked for that on entry).
+pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.is_object() {
+        *obj = Value::Object(Map::new());
+    }
+    let slot = &mut obj["metadata"];
+    if !slot.is_object() {
+        *slot = Value::Object(Map::new());
+    }
+    match slot {
+        Value::Object(m) => m,
+        _ => unreachable!("metadata was made an object above"),
+    }
+}
+
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get(field)?.as_str()
+}
+
+pub fn name_of(obj: &Value) -> &str {
+    meta_str(obj, "name").unwrap_or("")
+}
+
+pub fn namespace_of(obj: &Value) -> &str {
+    meta_str(obj, "namespace").unwrap_or("")
+}
+
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    obj.get("metadata")
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn labels(obj: &Value) -> Vec<(String, String)> {
+    obj.get("metadata")
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Human-readable age, like kubectl's `HumanDuration`.
+pub fn human_age(since: &str) -> String {
+    let Ok(ts) = since.parse::<jiff::Timestamp>() else {
+        return "<unknown>".into();
+    };
+    let secs = (jiff::Timestamp::now().as_second() - ts.as_second()).max(0);
+    human_duration(secs)
+}
+
+pub fn human_duration(secs: i64) -> String {
+    let (m, h, d) = (secs / 60, secs / 3600, secs / 86400);
+    if secs < 120 {
+        format!("{secs}s")
+    } else if m < 10 {
+        if secs % 60 == 0 {
+            format!("{m}m")
+        } else {
+            format!("{m}m{}s", secs % 60)
+        }
+    } else if m < 180 {
+        format!("{m}m")
+    } else if h < 8 {
+        if m % 60 == 0 {
+            format!("{h}h")
+        } else {
+            format!("{h}h{}m", m % 60)
+        }
+    } else if h < 48 {
+        format!("{h}h")
+    } else if h < 192 {
+        if h % 24 == 0 {
+            format!("{d}d")
+        } else {
+            format!("{d}d{}h", h % 24)
+        }
+    } else if d < 365 * 2 {
+        format!("{d}d")
+    } else {
+        format!("{}y", d / 365)
+    }
+}

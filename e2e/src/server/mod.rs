@@ -1,0 +1,345 @@
+//! The testbed API server: a Kubernetes-API-compatible, in-memory control plane serving one
+//! independent cluster per [`TestCluster`] on 127.0.0.1 (DESIGN.md §5).
+//!
+//! One file per job: `store` (objects, resourceVersion, history), `ops` (create/update/delete
+//! semantics), `watch`, `list`, `selector`, `patch`, `managed` (field ownership and
+//! server-side apply), `validation` and `crd` (admission), `discovery`, `openapi`, `table`,
+//! `events` (the two event groups), `faults`, `kubeconfig`, `handlers` (HTTP routing).
+
+pub mod builtin;
+pub mod cluster;
+pub mod crd;
+pub mod discovery;
+pub mod error;
+pub mod events;
+pub mod faults;
+pub mod handlers;
+pub mod kubeconfig;
+pub mod list;
+pub mod managed;
+pub mod meta;
+pub mod openapi;
+pub mod ops;
+pub mod patch;
+pub mod protobuf;
+pub mod resource;
+pub mod selector;
+pub mod store;
+pub mod table;
+pub mod validation;
+pub mod watch;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::Router;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use serde_json::Value;
+use tokio::net::{TcpListener, TcpSocket};
+use tokio::sync::{Mutex, watch as tokio_watch};
+use tokio::task::JoinHandle;
+
+pub use cluster::{ClusterOptions, ClusterState};
+pub use error::ApiError;
+pub use faults::Faults;
+
+/// Errors starting or controlling a testbed cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot install object: {0}")]
+    Install(#[from] ApiError),
+    #[error("cannot build a client: {0}")]
+    Client(String),
+}
+
+struct Serving {
+    shutdown: tokio_watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+/// One running testbed cluster.
+pub struct TestCluster {
+    state: Arc<ClusterState>,
+    addr: SocketAddr,
+    serving: Mutex<Option<Serving>>,
+}
+
+fn bind(addr: SocketAddr) -> Result<TcpListener, ServerError> {
+    let err = |source| ServerError::Bind { addr, source };
+    let socket = TcpSocket::new_v4().map_err(err)?;
+    socket.set_reuseaddr(true).map_err(err)?;
+    socket.bind(addr).map_err(err)?;
+    socket.listen(1024).map_err(err)
+}
+
+impl TestCluster {
+    /// Starts a cluster on 127.0.0.1 (the given port, or a free one).
+    pub async fn start(options: ClusterOptions) -> Result<Self, ServerError> {
+        let addr = SocketAddr::from(([127, 0, 0, 1], options.port));
+        let listener = bind(addr)?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| ServerError::Bind { addr, source })?;
+        let state = Arc::new(ClusterState::new(options));
+        bootstrap(&state);
+        let serving = spawn_server(listener, state.clone());
+        Ok(Self {
+            state,
+            addr,
+            serving: Mutex::new(Some(serving)),
+        })
+    }
+
+    /// Starts a cluster with default options and the given name.
+    pub async fn start_named(name: &str) -> Result<Self, ServerError> {
+        Self::start(ClusterOptions {
+            name: name.into(),
+            ..ClusterOptions::default()
+        })
+        .await
+    }
+
+    pub fn name(&self) -> &str {
+        &self.state.options.name
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn state(&self) -> &Arc<ClusterState> {
+        &self.state
+    }
+
+    pub fn faults(&self) -> &Faults {
+        &self.state.faults
+    }
+
+    pub fn kubeconfig(&self) -> String {
+        kubeconfig::render(self.name(), &self.url())
+    }
+
+    pub fn write_kubeconfig(&self, path: &Path) -> Result<(), ServerError> {
+        std::fs::write(path, self.kubeconfig()).map_err(|source| ServerError::Write {
+            path: path.display().to_string(),
+            source,
+        })
+    }
+
+    /// A kube-rs client configuration for this cluster.
+    pub fn client_config(&self) -> Result<kube::Config, ServerError> {
+        let uri: axum::http::Uri = self
+            .url()
+            .parse()
+            .map_err(|e| ServerError::Client(format!("{e}")))?;
+        let mut config = kube::Config::new(uri);
+        config.default_namespace = "default".into();
+        Ok(config)
+    }
+
+    /// A kube-rs client for this cluster (with kube-rs's default retries of 429/503/504).
+    pub fn client(&self) -> Result<kube::Client, ServerError> {
+        kube::Client::try_from(self.client_config()?)
+            .map_err(|e| ServerError::Client(e.to_string()))
+    }
+
+    /// A kube-rs client that reports every error response as is (no retries).
+    pub fn client_without_retries(&self) -> Result<kube::Client, ServerError> {
+        let mut config = self.client_config()?;
+        config.default_retry = false;
+        kube::Client::try_from(config).map_err(|e| ServerError::Client(e.to_string()))
+    }
+
+    /// Creates (or replaces the spec of) an object directly, bypassing HTTP; used to install
+    /// CRDs and bootstrap objects. `api_version`/`kind`/`plural` select the resource.
+    pub fn apply_object(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+        obj: Value,
+    ) -> Result<Value, ServerError> {
+        let mut store = self.state.store();
+        let rt = store
+            .registry
+            .get(group, version, plural)
+            .ok_or_else(ApiError::not_found_path)?;
+        let ns = meta::namespace_of(&obj).to_string();
+        let ns_opt = rt.namespaced.then_some(ns.as_str());
+        let opts = ops::WriteOpts {
+            manager: "baton-testbed".into(),
+            ..ops::WriteOpts::default()
+        };
+        let name = meta::name_of(&obj).to_string();
+        match ops::get_view(&store, &rt, &ns, &name) {
+            Ok(old) => {
+                let mut new = obj;
+                meta::metadata_mut(&mut new).insert(
+                    "resourceVersion".into(),
+                    old["metadata"]["resourceVersion"].clone(),
+                );
+                Ok(ops::update(
+                    &mut store,
+                    &rt,
+                    ns_opt,
+                    &name,
+                    new,
+                    &opts,
+                    managed::Operation::Update,
+                )?
+                .value)
+            }
+            Err(_) => Ok(ops::create(
+                &mut store,
+                &rt,
+                ns_opt,
+                obj,
+                &opts,
+                managed::Operation::Update,
+            )?
+            .value),
+        }
+    }
+
+    /// Installs CRDs (as `kubectl apply` of their YAML would); they are served at once.
+    pub fn install_crds(
+        &self,
+        crds: &[k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition],
+    ) -> Result<(), ServerError> {
+        for crd in crds {
+            let v = serde_json::to_value(crd).map_err(|e| ServerError::Client(e.to_string()))?;
+            self.apply_object("apiextensions.k8s.io", "v1", "customresourcedefinitions", v)?;
+        }
+        Ok(())
+    }
+
+    /// Takes the cluster offline: the port is closed and open connections are dropped.
+    pub async fn go_offline(&self) {
+        let serving = self.serving.lock().await.take();
+        if let Some(s) = serving {
+            let _ = s.shutdown.send(true);
+            let _ = s.task.await;
+        }
+    }
+
+    /// Brings the cluster back on the same address with the same data.
+    pub async fn go_online(&self) -> Result<(), ServerError> {
+        let mut serving = self.serving.lock().await;
+        if serving.is_some() {
+            return Ok(());
+        }
+        let listener = bind(self.addr)?;
+        *serving = Some(spawn_server(listener, self.state.clone()));
+        Ok(())
+    }
+
+    pub async fn is_online(&self) -> bool {
+        self.serving.lock().await.is_some()
+    }
+
+    /// Ends every open watch (as an API server restart does); clients must re-watch.
+    pub fn end_watches(&self) {
+        self.state.end_watches();
+    }
+
+    /// Forgets the change history, so watches from any older resourceVersion get 410 Gone.
+    pub fn compact(&self) {
+        self.state.store().compact();
+    }
+
+    /// The latest resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.state.store().rv()
+    }
+
+    /// Stops serving for good.
+    pub async fn shutdown(&self) {
+        self.go_offline().await;
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        if let Ok(mut guard) = self.serving.try_lock()
+            && let Some(s) = guard.take()
+        {
+            let _ = s.shutdown.send(true);
+            s.task.abort();
+        }
+    }
+}
+
+/// The namespaces every cluster starts with.
+fn bootstrap(state: &ClusterState) {
+    let mut store = state.store();
+    let Some(rt) = store.registry.get("", "v1", "namespaces") else {
+        return;
+    };
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        let obj =
+            serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+        let opts = ops::WriteOpts {
+            manager: "baton-testbed".into(),
+            ..ops::WriteOpts::default()
+        };
+        let _ = ops::create(
+            &mut store,
+            &rt,
+            None,
+            obj,
+            &opts,
+            managed::Operation::Update,
+        );
+    }
+}
+
+fn router(state: Arc<ClusterState>) -> Router {
+    Router::new().fallback(handlers::handle).with_state(state)
+}
+
+fn spawn_server(listener: TcpListener, state: Arc<ClusterState>) -> Serving {
+    let (shutdown, rx) = tokio_watch::channel(false);
+    let app = router(state);
+    let task = tokio::spawn(async move {
+        let mut stop = rx.clone();
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let Ok((stream, _)) = accepted else { continue };
+                    let _ = stream.set_nodelay(true);
+                    let service = TowerToHyperService::new(app.clone());
+                    let mut conn_stop = rx.clone();
+                    tokio::spawn(async move {
+                        let conn = hyper::server::conn::http1::Builder::new()
+                            .keep_alive(true)
+                            .serve_connection(TokioIo::new(stream), service);
+                        tokio::select! {
+                            _ = conn => {}
+                            _ = conn_stop.wait_for(|s| *s) => {}
+                        }
+                    });
+                }
+                _ = stop.wait_for(|s| *s) => break,
+            }
+        }
+    });
+    Serving { shutdown, task }
+}

@@ -1,0 +1,284 @@
+//! Resource types the server serves: the built-in kinds and those registered by CRDs.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+/// Special behaviour of a built-in kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Builtin {
+    Namespace,
+    Secret,
+    ConfigMap,
+    /// core/v1 Event (stored form).
+    Event,
+    /// events.k8s.io/v1 Event (converted view of the core events).
+    EventV1,
+    Lease,
+    PriorityClass,
+    PodDisruptionBudget,
+    CustomResourceDefinition,
+}
+
+/// One printer column, as `additionalPrinterColumns` describes it.
+#[derive(Debug, Clone)]
+pub struct Column {
+    pub name: String,
+    pub type_: String,
+    pub format: String,
+    pub description: String,
+    pub priority: i64,
+    pub json_path: String,
+}
+
+/// A compiled CRD schema (CEL rules compiled once per served version).
+#[derive(Clone)]
+pub struct Validator(pub Arc<crate::schema::SchemaValidator>);
+
+impl std::fmt::Debug for Validator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Validator")
+    }
+}
+
+/// One served group/version/resource.
+#[derive(Debug, Clone)]
+pub struct ResourceType {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub plural: String,
+    pub singular: String,
+    pub list_kind: String,
+    pub namespaced: bool,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub status_subresource: bool,
+    /// Whether `metadata.generation` is maintained.
+    pub generation: bool,
+    /// The version's `openAPIV3Schema` (custom resources only).
+    pub schema: Option<Value>,
+    /// The compiled form of `schema`.
+    pub validator: Option<Validator>,
+    pub columns: Vec<Column>,
+    pub builtin: Option<Builtin>,
+    /// Name of the CRD that defines this resource (custom resources only).
+    pub crd_name: Option<String>,
+    /// Key of the table that stores the objects (shared by every version of a resource).
+    pub table: String,
+    /// Whether this version is the CRD's storage version.
+    pub storage_version: bool,
+}
+
+impl ResourceType {
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    pub fn verbs(&self) -> Vec<&'static str> {
+        vec![
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ]
+    }
+
+    /// `kind.group` as used in 422 messages.
+    pub fn qualified_kind(&self) -> String {
+        if self.group.is_empty() {
+            self.kind.clone()
+        } else {
+            format!("{}.{}", self.kind, self.group)
+        }
+    }
+}
+
+/// All resource types of one cluster, keyed by (group, version, plural).
+#[derive(Debug, Default, Clone)]
+pub struct Registry {
+    types: BTreeMap<(String, String, String), Arc<ResourceType>>,
+}
+
+impl Registry {
+    pub fn with_builtins() -> Self {
+        let mut registry = Self::default();
+        for rt in super::builtin::builtin_types() {
+            registry.insert(rt);
+        }
+        registry
+    }
+
+    pub fn insert(&mut self, rt: ResourceType) {
+        self.types.insert(
+            (rt.group.clone(), rt.version.clone(), rt.plural.clone()),
+            Arc::new(rt),
+        );
+    }
+
+    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
+        self.types
+            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+            .cloned()
+    }
+
+    /// Removes every version registered by the named CRD.
+    pub fn remove_crd(&mut self, crd_name: &str) {
+        self.types
+            .retain(|_, rt| rt.crd_name.as_deref() != Some(crd_name));
+    }
+
+    pub fn all(&self) -> impl Iterator<Item = &Arc<ResourceType>> {
+        self.types.values()
+    }
+
+    /// Served groups with their versions, in a stable order (storage/preferred version first).
+    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut groups: BTreeMap<String, Vec<(bool, String)>> = BTreeMap::new();
+        for rt in self.types.values() {
+            let versions = groups.entry(rt.group.clone()).or_default();
+            if !versions.iter().any(|(_, v)| v == &rt.version) {
+                versions.push((rt.storage_version, rt.version.clone()));
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(g, mut vs)| {
+                vs.sort_by(|a, b| {
+                    b.0.cmp(&a.0)
+                        .then_with(|| version_priority(&a.1).cmp(&version_priority(&b.1)))
+                });
+                (g, vs.into_iter().map(|(_, v)| v).collect())
+            })
+            .collect()
+    }
+
+    pub fn in_group_version(&self, group: &str, version: &str) -> Vec<Arc<ResourceType>> {
+        self.types
+            .values()
+            .filter(|rt| rt.group == group && rt.version == version)
+            .cloned()
+            .collect()
+    }
+
+    /// The types stored in one table (every served version of one resource).
+    pub fn by_table(&self, table: &str) -> Vec<Arc<ResourceType>> {
+        self.types
+            .values()
+            .filter(|rt| rt.table == table)
+            .cloned()
+            .collect()
+    }
+}
+
+/// Kubernetes version ordering: GA before beta before alpha, higher numbers first.
+fn version_priority(v: &str) -> (u8, i64, i64) {
+    let Some(rest) = v.strip_prefix('v') else {
+        return (9, 0, 0);
+    };
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let major: i64 = digits.parse().unwrap_or(0);
+    let tail = &rest[digits.len()..];
+    let (level, minor) = if tail.is_empty() {
+        (0, 0)
+    } else if let Some(n) = tail.strip_prefix("beta") {
+        (1, n.parse().unwrap_or(0))
+    } else if let Some(n) = tail.strip_prefix("alpha") {
+        (2, n.parse().unwrap_or(0))
+    } else {
+        (9, 0)
+    };
+    (level, -major, -minor)
+}
+
+/// Resource types for every served version of a CRD (given as JSON).
+pub fn types_from_crd(crd: &Value) -> Vec<ResourceType> {
+    let spec = &crd["spec"];
+    let group = spec["group"].as_str().unwrap_or_default().to_string();
+    let names = &spec["names"];
+    let kind = names["kind"].as_str().unwrap_or_default().to_string();
+    let plural = names["plural"].as_str().unwrap_or_default().to_string();
+    let singular = names["singular"]
+        .as_str()
+        .map(String::from)
+        .unwrap_or_else(|| kind.to_lowercase());
+    let list_kind = names["listKind"]
+        .as_str()
+        .map(String::from)
+        .unwrap_or_else(|| format!("{kind}List"));
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let namespaced = spec["scope"].as_str() != Some("Cluster");
+    let crd_name = crd["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let mut out = Vec::new();
+    for version in spec["versions"].as_array().into_iter().flatten() {
+        if version["served"].as_bool() == Some(false) {
+            continue;
+        }
+        let mut columns: Vec<Column> = version["additionalPrinterColumns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| Column {
+                name: c["name"].as_str().unwrap_or_default().into(),
+                type_: c["type"].as_str().unwrap_or("string").into(),
+                format: c["format"].as_str().unwrap_or_default().into(),
+                description: c["description"].as_str().unwrap_or_default().into(),
+                priority: c["priority"].as_i64().unwrap_or(0),
+                json_path: c["jsonPath"].as_str().unwrap_or_default().into(),
+            })
+            .collect();
+        if columns.is_empty() {
+            columns.push(Column {
+                name: "Age".into(),
+                type_: "date".into(),
+                format: String::new(),
+                description: String::new(),
+                priority: 0,
+                json_path: ".metadata.creationTimestamp".into(),
+            });
+        }
+        out.push(ResourceType {
+            group: group.clone(),
+            version: version["name"].as_str().unwrap_or_default().into(),
+            kind: kind.clone(),
+            plural: plural.clone(),
+            singular: singular.clone(),
+            list_kind: list_kind.clone(),
+            namespaced,
+            short_names: strings(&names["shortNames"]),
+            categories: strings(&names["categories"]),
+            status_subresource: version["subresources"].get("status").is_some(),
+            generation: true,
+            schema: version["schema"].get("openAPIV3Schema").cloned(),
+            validator: version["schema"]
+                .get("openAPIV3Schema")
+                .map(|s| Validator(Arc::new(crate::schema::SchemaValidator::new(s)))),
+            columns,
+            builtin: None,
+            crd_name: Some(crd_name.clone()),
+            table: format!("{group}/{plural}"),
+            storage_version: version["storage"].as_bool().unwrap_or(false),
+        });
+    }
+    out
+}

@@ -1,0 +1,236 @@
+//! Label and field selectors, parsed as kube-apiserver parses them.
+
+use super::error::{ApiError, ApiResult};
+
+#[derive(Debug, Clone, PartialEq)]
+enum LabelReq {
+    Eq(String, String),
+    NotEq(String, String),
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+    Exists(String),
+    NotExists(String),
+}
+
+/// A parsed label selector; the empty selector matches everything.
+#[derive(Debug, Clone, Default)]
+pub struct LabelSelector(Vec<LabelReq>);
+
+impl LabelSelector {
+    pub fn parse(s: &str) -> ApiResult<Self> {
+        let mut reqs = Vec::new();
+        for term in split_top(s) {
+            let term = term.trim();
+            if term.is_empty() {
+                continue;
+            }
+            reqs.push(parse_label_term(term).ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "unable to parse requirement: invalid label selector: {term:?}"
+                ))
+            })?);
+        }
+        Ok(Self(reqs))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn matches(&self, labels: &[(String, String)]) -> bool {
+        let get = |k: &str| {
+            labels
+                .iter()
+                .find(|(lk, _)| lk == k)
+                .map(|(_, v)| v.as_str())
+        };
+        self.0.iter().all(|r| match r {
+            LabelReq::Eq(k, v) => get(k) == Some(v.as_str()),
+            LabelReq::NotEq(k, v) => get(k) != Some(v.as_str()),
+            LabelReq::In(k, vs) => get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
+            LabelReq::NotIn(k, vs) => get(k).is_none_or(|x| !vs.iter().any(|v| v == x)),
+            LabelReq::Exists(k) => get(k).is_some(),
+            LabelReq::NotExists(k) => get(k).is_none(),
+        })
+    }
+}
+
+/// Splits on commas that are not inside parentheses.
+fn split_top(s: &str) -> Vec<&str> {
+    let (mut depth, mut start, mut out) = (0i32, 0usize, Vec::new());
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+fn valid_key(k: &str) -> bool {
+    !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+}
+
+fn valid_value(v: &str) -> bool {
+    v.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+}
+
+fn parse_label_term(term: &str) -> Option<LabelReq> {
+    if let Some(k) = term.strip_prefix('!') {
+        let k = k.trim();
+        return valid_key(k).then(|| LabelReq::NotExists(k.into()));
+    }
+    for (op, neg) in [(" notin ", true), (" in ", false)] {
+        if let Some(pos) = term.find(op) {
+            let key = term[..pos].trim();
+            let rest = term[pos + op.len()..].trim();
+            let inner = rest.strip_prefix('(')?.strip_suffix(')')?;
+            let values: Vec<String> = inner.split(',').map(|v| v.trim().to_string()).collect();
+            if !valid_key(key) || !values.iter().all(|v| valid_value(v)) {
+                return None;
+            }
+            return Some(if neg {
+                LabelReq::NotIn(key.into(), values)
+            } else {
+                LabelReq::In(key.into(), values)
+            });
+        }
+    }
+    for (op, neg) in [("!=", true), ("==", false), ("=", false)] {
+        if let Some(pos) = term.find(op) {
+            let key = term[..pos].trim();
+            let value = term[pos + op.len()..].trim();
+            if !valid_key(key) || !valid_value(value) {
+                return None;
+            }
+            return Some(if neg {
+                LabelReq::NotEq(key.into(), value.into())
+            } else {
+                LabelReq::Eq(key.into(), value.into())
+            });
+        }
+    }
+    valid_key(term).then(|| LabelReq::Exists(term.into()))
+}
+
+/// A parsed field selector: `field=value`, `field==value`, `field!=value`, comma-separated.
+#[derive(Debug, Clone, Default)]
+pub struct FieldSelector(Vec<(String, bool, String)>);
+
+impl FieldSelector {
+    /// Parses and checks each field against those the resource supports.
+    pub fn parse(s: &str, supported: &dyn Fn(&str) -> bool) -> ApiResult<Self> {
+        let mut reqs = Vec::new();
+        for term in s.split(',') {
+            let term = term.trim();
+            if term.is_empty() {
+                continue;
+            }
+            let (field, neg, value) = if let Some((f, v)) = term.split_once("!=") {
+                (f, true, v)
+            } else if let Some((f, v)) = term.split_once("==") {
+                (f, false, v)
+            } else if let Some((f, v)) = term.split_once('=') {
+                (f, false, v)
+            } else {
+                return Err(ApiError::bad_request(format!(
+                    "invalid selector: '{s}'; can't understand '{term}'"
+                )));
+            };
+            let field = field.trim();
+            if !supported(field) {
+                return Err(ApiError::bad_request(format!(
+                    "field label not supported: {field}"
+                )));
+            }
+            reqs.push((field.to_string(), neg, value.trim().to_string()));
+        }
+        Ok(Self(reqs))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Requirements on `field`, e.g. to narrow a namespace.
+    pub fn equals(&self, field: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(f, neg, _)| f == field && !neg)
+            .map(|(_, _, v)| v.as_str())
+    }
+
+    pub fn matches(&self, fields: &[(String, String)]) -> bool {
+        self.0.iter().all(|(f, neg, v)| {
+            let actual = fields
+                .iter()
+                .find(|(k, _)| k == f)
+                .map(|(_, x)| x.as_str())
+                .unwrap_or("");
+            (actual == v) != *neg
+        })
+    }
+
+    /// Renames fields (for views such as events.k8s.io whose field names differ).
+    pub fn rename(mut self, map: &dyn Fn(&str) -> String) -> Self {
+        for r in &mut self.0 {
+            r.0 = map(&r.0);
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn label_selectors() {
+        let s = LabelSelector::parse("app=a,tier in (x, y),!gone,env!=prod,present").unwrap();
+        assert!(s.matches(&l(&[("app", "a"), ("tier", "y"), ("present", "")])));
+        assert!(!s.matches(&l(&[("app", "a"), ("tier", "z"), ("present", "")])));
+        assert!(!s.matches(&l(&[
+            ("app", "a"),
+            ("tier", "x"),
+            ("present", ""),
+            ("gone", "1")
+        ])));
+        assert!(!s.matches(&l(&[
+            ("app", "a"),
+            ("tier", "x"),
+            ("present", ""),
+            ("env", "prod")
+        ])));
+        assert!(
+            LabelSelector::parse("a notin (b),c")
+                .unwrap()
+                .matches(&l(&[("c", "1")]))
+        );
+        assert!(LabelSelector::parse("a=b=c").is_err());
+    }
+
+    #[test]
+    fn field_selectors() {
+        let ok = |f: &str| f.starts_with("metadata.");
+        let s = FieldSelector::parse("metadata.name=a,metadata.namespace!=b", &ok).unwrap();
+        assert!(s.matches(&l(&[("metadata.name", "a"), ("metadata.namespace", "c")])));
+        assert!(!s.matches(&l(&[("metadata.name", "a"), ("metadata.namespace", "b")])));
+        assert!(FieldSelector::parse("spec.x=1", &ok).is_err());
+    }
+}

@@ -1,0 +1,388 @@
+//! One cluster's object store: tables of serialised objects, one global resourceVersion,
+//! and a bounded change history that watches replay from.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use super::meta;
+use super::resource::Registry;
+
+/// One stored object version. The JSON is kept serialised (compact and cheap to serve);
+/// the fields selectors need are extracted once.
+#[derive(Debug)]
+pub struct Stored {
+    pub bytes: Bytes,
+    pub namespace: String,
+    pub name: String,
+    pub rv: u64,
+    pub labels: Box<[(String, String)]>,
+    /// Selectable fields beyond `metadata.name` and `metadata.namespace`.
+    pub fields: Box<[(String, String)]>,
+}
+
+impl Stored {
+    pub fn value(&self) -> Value {
+        serde_json::from_slice(&self.bytes).unwrap_or(Value::Null)
+    }
+
+    /// Every selectable field of this object.
+    pub fn all_fields(&self) -> Vec<(String, String)> {
+        let mut f = vec![
+            ("metadata.name".to_string(), self.name.clone()),
+            ("metadata.namespace".to_string(), self.namespace.clone()),
+        ];
+        f.extend(self.fields.iter().cloned());
+        f
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl ChangeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "ADDED",
+            Self::Modified => "MODIFIED",
+            Self::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One committed change, as watches see it.
+#[derive(Debug)]
+pub struct Change {
+    pub rv: u64,
+    pub table: Arc<str>,
+    pub kind: ChangeKind,
+    pub obj: Arc<Stored>,
+    pub prev: Option<Arc<Stored>>,
+}
+
+type Table = BTreeMap<(String, String), Arc<Stored>>;
+
+/// The store of one cluster. Callers hold the cluster lock around every operation.
+pub struct Store {
+    rv: u64,
+    tables: HashMap<Arc<str>, Table>,
+    history: VecDeque<Arc<Change>>,
+    history_limit: usize,
+    /// Changes at or below this version are no longer in the history.
+    compacted: u64,
+    pub registry: Registry,
+    tx: broadcast::Sender<Arc<Change>>,
+}
+
+impl Store {
+    pub fn new(history_limit: usize) -> Self {
+        let (tx, _) = broadcast::channel(16 * 1024);
+        Self {
+            rv: 1,
+            tables: HashMap::new(),
+            history: VecDeque::new(),
+            history_limit: history_limit.max(1),
+            compacted: 1,
+            registry: Registry::with_builtins(),
+            tx,
+        }
+    }
+
+    /// The latest committed resourceVersion.
+    pub fn rv(&self) -> u64 {
+        self.rv
+    }
+
+    pub fn compacted(&self) -> u64 {
+        self.compacted
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
+        self.tx.subscribe()
+    }
+
+    /// Forgets the whole change history (as etcd compaction does).
+    pub fn compact(&mut self) {
+        self.history.clear();
+        self.compacted = self.rv;
+    }
+
+    /// Changes after `rv`, oldest first, or `None` if some were already compacted away.
+    pub fn changes_since(&self, rv: u64) -> Option<Vec<Arc<Change>>> {
+        if rv < self.compacted {
+            return None;
+        }
+        let start = self.history.partition_point(|c| c.rv <= rv);
+        Some(self.history.iter().skip(start).cloned().collect())
+    }
+
+    pub fn get(&self, table: &str, namespace: &str, name: &str) -> Option<Arc<Stored>> {
+        self.tables
+            .get(table)?
+            .get(&(namespace.to_string(), name.to_string()))
+            .cloned()
+    }
+
+    /// Objects of a table, optionally in one namespace, in key order, starting after `after`.
+    pub fn list<'a>(
+        &'a self,
+        table: &str,
+        namespace: Option<&'a str>,
+        after: Option<(String, String)>,
+    ) -> Box<dyn Iterator<Item = &'a Arc<Stored>> + 'a> {
+        let Some(t) = self.tables.get(table) else {
+            return Box::new(std::iter::empty());
+        };
+        use std::ops::Bound;
+        let lower = match (&after, namespace) {
+            (Some(k), _) => Bound::Excluded(k.clone()),
+            (None, Some(ns)) => Bound::Included((ns.to_string(), String::new())),
+            (None, None) => Bound::Unbounded,
+        };
+        let iter = t.range((lower, Bound::Unbounded));
+        match namespace {
+            Some(ns) => Box::new(iter.take_while(move |((n, _), _)| n == ns).map(|(_, v)| v)),
+            None => Box::new(iter.map(|(_, v)| v)),
+        }
+    }
+
+    pub fn count(&self, table: &str) -> usize {
+        self.tables.get(table).map_or(0, BTreeMap::len)
+    }
+
+    /// Names of the tables that hold something in `namespace`.
+    pub fn namespace_is_empty(&self, namespace: &str) -> bool {
+        self.tables.values().all(|t| {
+            t.range((namespace.to_string(), String::new())..)
+                .next()
+                .is_none_or(|((ns, _), _)| ns != namespace)
+        })
+    }
+
+    pub fn tables_with_namespace(&self, namespace: &str) -> Vec<(Arc<str>, Vec<String>)> {
+        self.tables
+            .iter()
+            .map(|(k, t)| {
+                let names = t
+                    .range((namespace.to_string(), String::new())..)
+                    .take_while(|((ns, _), _)| ns == namespace)
+                    .map(|((_, n), _)| n.clone())
+                    .collect::<Vec<_>>();
+                (k.clone(), names)
+            })
+            .filter(|(_, names)| !names.is_empty())
+            .collect()
+    }
+
+    /// Every stored object of every table (for scans such as garbage collection).
+    pub fn all_objects(&self) -> impl Iterator<Item = (&Arc<str>, &Arc<Stored>)> {
+        self.tables
+            .iter()
+            .flat_map(|(k, t)| t.values().map(move |v| (k, v)))
+    }
+
+    fn table_key(&self, table: &str) -> Arc<str> {
+        self.tables
+            .get_key_value(table)
+            .map(|(k, _)| k.clone())
+            .unwrap_or_else(|| Arc::from(table))
+    }
+
+    /// Commits a new version of an object (create or update) under the next resourceVersion
+    /// and returns it as stored.
+    pub fn put(&mut self, table: &str, obj: Value) -> Arc<Stored> {
+        self.put_returning(table, obj).0
+    }
+
+    /// Like `put`, also returning the committed object (saves re-parsing it).
+    pub fn put_returning(&mut self, table: &str, mut obj: Value) -> (Arc<Stored>, Value) {
+        self.rv += 1;
+        let rv = self.rv;
+        meta::metadata_mut(&mut obj)
+            .insert("resourceVersion".into(), Value::String(rv.to_string()));
+        let stored = Arc::new(make_stored(table, &obj, rv));
+        let key = self.table_key(table);
+        let t = self.tables.entry(key.clone()).or_default();
+        let prev = t.insert(
+            (stored.namespace.clone(), stored.name.clone()),
+            stored.clone(),
+        );
+        let kind = if prev.is_some() {
+            ChangeKind::Modified
+        } else {
+            ChangeKind::Added
+        };
+        self.record(Change {
+            rv,
+            table: key,
+            kind,
+            obj: stored.clone(),
+            prev,
+        });
+        (stored, obj)
+    }
+
+    /// Removes an object; the DELETED change carries the object at the deletion's version.
+    pub fn remove(&mut self, table: &str, namespace: &str, name: &str) -> Option<Arc<Stored>> {
+        let key = self.table_key(table);
+        let prev = self
+            .tables
+            .get_mut(table)?
+            .remove(&(namespace.to_string(), name.to_string()))?;
+        self.rv += 1;
+        let rv = self.rv;
+        let mut obj = prev.value();
+        meta::metadata_mut(&mut obj)
+            .insert("resourceVersion".into(), Value::String(rv.to_string()));
+        let stored = Arc::new(make_stored(table, &obj, rv));
+        self.record(Change {
+            rv,
+            table: key,
+            kind: ChangeKind::Deleted,
+            obj: stored.clone(),
+            prev: Some(prev),
+        });
+        Some(stored)
+    }
+
+    /// Drops a whole table (a deleted CRD's objects), emitting DELETED for each.
+    pub fn drop_table(&mut self, table: &str) {
+        let keys: Vec<(String, String)> = self
+            .tables
+            .get(table)
+            .map(|t| t.keys().cloned().collect())
+            .unwrap_or_default();
+        for (ns, name) in keys {
+            self.remove(table, &ns, &name);
+        }
+        self.tables.remove(table);
+    }
+
+    fn record(&mut self, change: Change) {
+        let change = Arc::new(change);
+        self.history.push_back(change.clone());
+        while self.history.len() > self.history_limit {
+            if let Some(old) = self.history.pop_front() {
+                self.compacted = old.rv;
+            }
+        }
+        // Nobody listening is fine.
+        let _ = self.tx.send(change);
+    }
+}
+
+/// Extracts what selectors need from an object.
+pub fn make_stored(table: &str, obj: &Value, rv: u64) -> Stored {
+    let bytes = Bytes::from(serde_json::to_vec(obj).unwrap_or_default());
+    Stored {
+        bytes,
+        namespace: meta::namespace_of(obj).to_string(),
+        name: meta::name_of(obj).to_string(),
+        rv,
+        labels: meta::labels(obj).into_boxed_slice(),
+        fields: extra_fields(table, obj).into_boxed_slice(),
+    }
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Fields beyond name/namespace that a table's field selectors support.
+fn extra_fields(table: &str, obj: &Value) -> Vec<(String, String)> {
+    match table {
+        "/events" => {
+            let io = &obj["involvedObject"];
+            let mut f: Vec<(String, String)> = [
+                "kind",
+                "namespace",
+                "name",
+                "uid",
+                "apiVersion",
+                "resourceVersion",
+                "fieldPath",
+            ]
+            .iter()
+            .map(|k| (format!("involvedObject.{k}"), s(&io[*k])))
+            .collect();
+            f.push(("reason".into(), s(&obj["reason"])));
+            f.push(("reportingComponent".into(), s(&obj["reportingComponent"])));
+            f.push(("source".into(), s(&obj["source"]["component"])));
+            f.push(("type".into(), s(&obj["type"])));
+            f
+        }
+        "/secrets" => vec![("type".into(), s(&obj["type"]))],
+        "/namespaces" => vec![("status.phase".into(), s(&obj["status"]["phase"]))],
+        _ => Vec::new(),
+    }
+}
+
+/// Whether a field selector may use `field` on `table`.
+pub fn supports_field(table: &str, field: &str) -> bool {
+    if field == "metadata.name" || field == "metadata.namespace" {
+        return true;
+    }
+    match table {
+        "/events" => {
+            field.strip_prefix("involvedObject.").is_some_and(|k| {
+                [
+                    "kind",
+                    "namespace",
+                    "name",
+                    "uid",
+                    "apiVersion",
+                    "resourceVersion",
+                    "fieldPath",
+                ]
+                .contains(&k)
+            }) || ["reason", "reportingComponent", "source", "type"].contains(&field)
+        }
+        "/secrets" => field == "type",
+        "/namespaces" => field == "status.phase",
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn one_global_version_history_and_compaction() {
+        let mut store = Store::new(2);
+        let a = store.put(
+            "/configmaps",
+            json!({"metadata": {"name": "a", "namespace": "d"}}),
+        );
+        let b = store.put(
+            "/secrets",
+            json!({"metadata": {"name": "b", "namespace": "d"}}),
+        );
+        assert!(b.rv > a.rv, "one counter across tables");
+        let c = store.put(
+            "/configmaps",
+            json!({"metadata": {"name": "a", "namespace": "d", "labels": {"x": "y"}}}),
+        );
+        assert_eq!(store.changes_since(b.rv).unwrap().len(), 1);
+        // The history keeps two changes: the first one is gone.
+        assert!(store.changes_since(a.rv - 1).is_none());
+        let removed = store.remove("/configmaps", "d", "a").unwrap();
+        assert!(removed.rv > c.rv);
+        assert_eq!(store.count("/configmaps"), 0);
+        store.compact();
+        assert!(store.changes_since(removed.rv - 1).is_none());
+        assert_eq!(store.changes_since(store.rv()).unwrap().len(), 0);
+    }
+}

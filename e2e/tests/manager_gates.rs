@@ -1,0 +1,242 @@
+//! KEP-8303 through the real `baton manager` binary: the manager passes the right to preempt
+//! to one worker at a time, first come first served, and passes it on only after
+//! `singleClusterPreemptionTimeout`. Tests play the workers' schedulers.
+
+use std::time::Duration;
+
+use baton_crds::constants::MULTIKUEUE_GATE;
+use baton_crds::gates::gate_state;
+use baton_crds::workload::{GateState, Workload};
+use baton_e2e::multikueue::{Env, eventually};
+use chrono::Utc;
+use kube::ResourceExt;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn config(timeout_secs: u64) -> String {
+    format!(
+        "singleClusterPreemptionTimeout: {timeout_secs}s\nworkerLostTimeout: 60s\ngcInterval: 1s\n"
+    )
+}
+
+async fn replicas(env: &Env, name: &str) {
+    for i in 1..=env.workers.len() {
+        eventually(WAIT, &format!("replica on worker-{i}"), || async {
+            env.replica(i, name).await
+        })
+        .await;
+    }
+}
+
+async fn gate(env: &Env, i: usize, name: &str) -> Option<GateState> {
+    env.replica(i, name)
+        .await
+        .and_then(|r| gate_state(&r, MULTIKUEUE_GATE))
+}
+
+async fn opened(env: &Env, i: usize, name: &str) -> Workload {
+    eventually(WAIT, &format!("gate open on worker-{i}"), || async {
+        env.replica(i, name)
+            .await
+            .filter(|r| gate_state(r, MULTIKUEUE_GATE) == Some(GateState::Open))
+    })
+    .await
+}
+
+/// Counts the manager's PreemptionGateOpened events for a workload (via kubectl, as a user would).
+fn openings(env: &Env, name: &str) -> usize {
+    let described = env.kubectl("manager", &["describe", "kwl", name]);
+    described
+        .lines()
+        .filter(|l| l.contains("PreemptionGateOpened"))
+        .map(|l| {
+            // "Normal  PreemptionGateOpened  3s (x2 over 5s)  ..." counts twice.
+            l.split("(x")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(1)
+        })
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kep_sequence_one_gate_at_a_time_then_the_timeout_passes_the_baton() {
+    let mut env = Env::start(3).await.expect("env");
+    let _manager = env.start_manager(&config(3)).expect("manager");
+    env.submit("job", 1).await.expect("submit");
+    replicas(&env, "job").await;
+
+    let t0 = Utc::now();
+    env.signal_gated(2, "job", t0)
+        .await
+        .expect("worker-2 signals first");
+    env.signal_gated(1, "job", t0 + chrono::Duration::seconds(1))
+        .await
+        .expect("worker-1 signals second");
+
+    let first = opened(&env, 2, "job").await;
+    let opened_at = Utc::now();
+    assert_eq!(
+        gate(&env, 1, "job").await,
+        Some(GateState::Closed),
+        "only the first signaller is opened"
+    );
+    assert_eq!(gate(&env, 3, "job").await, Some(GateState::Closed));
+    let entry = &first.status.as_ref().expect("status").preemption_gates[0];
+    assert_eq!(
+        (entry.state, entry.position),
+        (Some(GateState::Open), Some(GateState::Open)),
+        "both fields written"
+    );
+
+    // Well before the timeout, worker-1 is still waiting.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        gate(&env, 1, "job").await,
+        Some(GateState::Closed),
+        "no second opening within the timeout"
+    );
+
+    // Worker-2 did not admit: the baton passes to worker-1 after the timeout.
+    opened(&env, 1, "job").await;
+    assert!(
+        Utc::now() - opened_at >= chrono::Duration::milliseconds(2800),
+        "opened after the timeout, not before"
+    );
+    assert_eq!(
+        gate(&env, 3, "job").await,
+        Some(GateState::Closed),
+        "a worker that never signals is never opened"
+    );
+
+    let described = env.kubectl("manager", &["describe", "kwl", "job"]);
+    assert!(
+        described.contains("opened preemption gate on worker-2; signalled first at"),
+        "{described}"
+    );
+    assert!(
+        described.contains("the preemption gate opened on worker-2 at")
+            && described
+                .contains("timed out after 3s without admission; passing the baton to worker-1"),
+        "{described}"
+    );
+    assert!(
+        described.contains("opened preemption gate on worker-1"),
+        "{described}"
+    );
+    let on_worker = env.kubectl("worker-2", &["describe", "kwl", "job"]);
+    assert!(on_worker.contains("PreemptionGateOpened"), "{on_worker}");
+    let listed = env.kubectl("worker-1", &["get", "kwl", "job"]);
+    assert!(
+        listed.contains("Open") && listed.contains("True"),
+        "Gate and Blocked columns: {listed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_first_admits_no_second_gate_ever_opens() {
+    let mut env = Env::start(2).await.expect("env");
+    let _manager = env.start_manager(&config(2)).expect("manager");
+    env.submit("job", 1).await.expect("submit");
+    replicas(&env, "job").await;
+    let t0 = Utc::now();
+    env.signal_gated(1, "job", t0).await.expect("signal");
+    env.signal_gated(2, "job", t0 + chrono::Duration::seconds(1))
+        .await
+        .expect("signal");
+    opened(&env, 1, "job").await;
+    env.admit(1, "job", Utc::now()).await.expect("admit");
+    eventually(WAIT, "worker-2 replica deleted", || async {
+        env.replica(2, "job").await.is_none().then_some(())
+    })
+    .await;
+    // Well past the timeout: still exactly one opening.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(openings(&env, "job"), 1);
+    assert!(env.replica(2, "job").await.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signalling_worker_that_goes_offline_loses_the_baton_after_the_timeout() {
+    let mut env = Env::start(2).await.expect("env");
+    let _manager = env.start_manager(&config(2)).expect("manager");
+    env.submit("job", 1).await.expect("submit");
+    replicas(&env, "job").await;
+    let t0 = Utc::now();
+    env.signal_gated(1, "job", t0).await.expect("signal");
+    env.signal_gated(2, "job", t0 + chrono::Duration::seconds(1))
+        .await
+        .expect("signal");
+    opened(&env, 1, "job").await;
+    env.worker(1).go_offline().await;
+    opened(&env, 2, "job").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manager_restart_between_signal_and_timeout_opens_nothing_early() {
+    let mut env = Env::start(2).await.expect("env");
+    let manager = env.start_manager(&config(5)).expect("manager");
+    env.submit("job", 1).await.expect("submit");
+    replicas(&env, "job").await;
+    let t0 = Utc::now();
+    env.signal_gated(1, "job", t0).await.expect("signal");
+    env.signal_gated(2, "job", t0 + chrono::Duration::seconds(1))
+        .await
+        .expect("signal");
+    let first = opened(&env, 1, "job").await;
+    let opened_at = first.status.as_ref().expect("status").preemption_gates[0]
+        .last_transition_time
+        .clone();
+    manager.kill();
+    let _manager = env.start_manager(&config(5)).expect("manager again");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        gate(&env, 2, "job").await,
+        Some(GateState::Closed),
+        "the restarted manager remembers the opening"
+    );
+    let second = opened(&env, 2, "job").await;
+    let second_at = second.status.as_ref().expect("status").preemption_gates[0]
+        .last_transition_time
+        .clone();
+    assert!(
+        second_at.0.as_second() - opened_at.0.as_second() >= 5,
+        "{opened_at:?} → {second_at:?}"
+    );
+    assert_eq!(
+        opened_at,
+        env.replica(1, "job")
+            .await
+            .expect("first")
+            .status
+            .expect("status")
+            .preemption_gates[0]
+            .last_transition_time
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_orchestration_replicas_have_no_gate_and_nothing_is_opened() {
+    let mut env = Env::start(2).await.expect("env");
+    let _manager = env
+        .start_manager(&format!("orchestratedPreemption: false\n{}", config(1)))
+        .expect("manager");
+    env.submit("job", 1).await.expect("submit");
+    replicas(&env, "job").await;
+    for i in 1..=2 {
+        let replica = env.replica(i, "job").await.expect("replica");
+        assert!(
+            replica.spec.preemption_gates.is_empty(),
+            "{}",
+            replica.name_any()
+        );
+    }
+    env.signal_gated(1, "job", Utc::now())
+        .await
+        .expect("signal");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let replica = env.replica(1, "job").await.expect("replica");
+    assert!(replica.status.expect("status").preemption_gates.is_empty());
+    assert_eq!(openings(&env, "job"), 0);
+}

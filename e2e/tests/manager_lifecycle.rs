@@ -1,0 +1,462 @@
+//! The manager's Workload lifecycle through the real `baton manager` binary on testbed
+//! clusters: dispatch, winner selection, loser removal, eviction, lost workers, garbage
+//! collection, bad kubeconfigs and restarts. Tests play the workers' schedulers.
+
+use std::time::Duration;
+
+use baton_crds::MultiKueueCluster;
+use baton_crds::conditions::{find_condition, is_condition_true};
+use baton_crds::constants::{MULTIKUEUE_GATE, MULTIKUEUE_ORIGIN_LABEL, condition};
+use baton_crds::workload::{CheckState, Workload};
+use baton_e2e::multikueue::{Env, NAMESPACE, apply, eventually};
+use chrono::Utc;
+use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+
+const FAST: &str = "singleClusterPreemptionTimeout: 2s\nworkerLostTimeout: 3s\ngcInterval: 1s\n";
+const WAIT: Duration = Duration::from_secs(20);
+
+fn status_of(wl: &Workload) -> baton_crds::workload::WorkloadStatus {
+    wl.status.clone().unwrap_or_default()
+}
+
+async fn replicas_everywhere(env: &Env, name: &str) -> Vec<Workload> {
+    let n = env.workers.len();
+    eventually(WAIT, "replicas on every worker", || async move {
+        let mut all = Vec::new();
+        for i in 1..=n {
+            all.push(env.replica(i, name).await?);
+        }
+        Some(all)
+    })
+    .await
+}
+
+async fn manager_workload(
+    env: &Env,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Workload) -> bool,
+) -> Workload {
+    eventually(WAIT, what, || async {
+        env.manager_workloads()
+            .get_opt(name)
+            .await
+            .ok()
+            .flatten()
+            .filter(|w| check(w))
+    })
+    .await
+}
+
+async fn gone_from(env: &Env, i: usize, name: &str) {
+    eventually(
+        WAIT,
+        &format!("replica {name} gone from worker-{i}"),
+        || async { env.replica(i, name).await.is_none().then_some(()) },
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dispatch_winner_losers_and_cleanup() {
+    let mut env = Env::start(3).await.expect("env");
+    let _manager = env.start_manager(FAST).expect("manager");
+    env.submit("job", 2).await.expect("submit");
+
+    let replicas = replicas_everywhere(&env, "job").await;
+    for replica in &replicas {
+        assert_eq!(
+            replica
+                .labels()
+                .get(MULTIKUEUE_ORIGIN_LABEL)
+                .map(String::as_str),
+            Some("multikueue")
+        );
+        let gates: Vec<&str> = replica
+            .spec
+            .preemption_gates
+            .iter()
+            .map(|g| g.name.as_str())
+            .collect();
+        assert_eq!(gates, vec![MULTIKUEUE_GATE]);
+        assert_eq!(replica.spec.pod_sets[0].count, 2);
+    }
+    let wl = manager_workload(&env, "job", "nominated clusters", |w| {
+        status_of(w).nominated_cluster_names.len() == 3
+    })
+    .await;
+    assert!(
+        wl.finalizers()
+            .iter()
+            .any(|f| f == "kueue.x-k8s.io/baton-multikueue")
+    );
+    let check = &status_of(&wl).admission_checks[0];
+    assert_eq!(
+        (check.name.as_str(), check.state),
+        ("sample-multikueue", CheckState::Pending)
+    );
+
+    env.admit(2, "job", Utc::now()).await.expect("admit");
+    let wl = manager_workload(&env, "job", "admitted on worker-2", |w| {
+        status_of(w).cluster_name.as_deref() == Some("worker-2")
+    })
+    .await;
+    let status = status_of(&wl);
+    assert!(is_condition_true(&status.conditions, condition::ADMITTED));
+    assert!(status.nominated_cluster_names.is_empty());
+    assert_eq!(
+        status.admission.as_ref().map(|a| a.cluster_queue.as_str()),
+        Some("cluster-queue")
+    );
+    assert_eq!(status.admission_checks[0].state, CheckState::Ready);
+    gone_from(&env, 1, "job").await;
+    gone_from(&env, 3, "job").await;
+    assert!(
+        env.replica(2, "job").await.is_some(),
+        "the winner keeps its replica"
+    );
+
+    let described = env.kubectl("manager", &["describe", "kwl", "job"]);
+    assert!(described.contains("AdmittedOnCluster"), "{described}");
+    assert!(
+        described.contains("removed the replica on worker-1"),
+        "{described}"
+    );
+    let listed = env.kubectl("manager", &["get", "kwl", "job"]);
+    assert!(listed.contains("True"), "{listed}");
+
+    env.delete("job").await.expect("delete");
+    gone_from(&env, 2, "job").await;
+    eventually(WAIT, "manager workload deleted", || async {
+        env.manager_workloads()
+            .get_opt("job")
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eviction_on_the_worker_sends_the_workload_back_to_dispatch() {
+    let mut env = Env::start(2).await.expect("env");
+    let _manager = env.start_manager(FAST).expect("manager");
+    env.submit("job", 1).await.expect("submit");
+    let before = replicas_everywhere(&env, "job").await;
+    env.admit(1, "job", Utc::now()).await.expect("admit");
+    manager_workload(&env, "job", "admitted on worker-1", |w| {
+        status_of(w).cluster_name.as_deref() == Some("worker-1")
+    })
+    .await;
+    gone_from(&env, 2, "job").await;
+
+    env.evict(1, "job", Utc::now()).await.expect("evict");
+    let wl = manager_workload(&env, "job", "re-dispatched", |w| {
+        let s = status_of(w);
+        s.cluster_name.is_none() && s.nominated_cluster_names.len() == 2
+    })
+    .await;
+    assert!(!is_condition_true(
+        &status_of(&wl).conditions,
+        condition::ADMITTED
+    ));
+    let after = replicas_everywhere(&env, "job").await;
+    assert_ne!(
+        after[0].uid(),
+        before[0].uid(),
+        "the evicted replica is replaced by a fresh one"
+    );
+    let described = env.kubectl("manager", &["describe", "kwl", "job"]);
+    assert!(
+        described.contains("Redispatched") && described.contains("evicted on worker-1"),
+        "{described}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_lost_beyond_the_timeout_loses_its_workload() {
+    let mut env = Env::start(2).await.expect("env");
+    let _manager = env.start_manager(FAST).expect("manager");
+    env.submit("job", 1).await.expect("submit");
+    replicas_everywhere(&env, "job").await;
+    env.admit(1, "job", Utc::now()).await.expect("admit");
+    manager_workload(&env, "job", "admitted on worker-1", |w| {
+        status_of(w).cluster_name.as_deref() == Some("worker-1")
+    })
+    .await;
+    let stale_uid = env.replica(1, "job").await.expect("winner replica").uid();
+
+    env.worker(1).go_offline().await;
+    // Within workerLostTimeout the workload stays with worker-1.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let wl = env.manager_workloads().get("job").await.expect("get");
+    assert_eq!(status_of(&wl).cluster_name.as_deref(), Some("worker-1"));
+    // Beyond it, the workload is dispatched again to the clusters that are up.
+    manager_workload(
+        &env,
+        "job",
+        "re-dispatched after the worker was lost",
+        |w| {
+            status_of(w).cluster_name.is_none()
+                && status_of(w).nominated_cluster_names == vec!["worker-2".to_string()]
+        },
+    )
+    .await;
+    eventually(WAIT, "replica on worker-2", || async {
+        env.replica(2, "job").await
+    })
+    .await;
+
+    // When worker-1 returns, its stale replica is removed and a fresh one dispatched.
+    env.worker(1).go_online().await.expect("online");
+    eventually(
+        Duration::from_secs(30),
+        "fresh replica on worker-1",
+        || async { env.replica(1, "job").await.filter(|r| r.uid() != stale_uid) },
+    )
+    .await;
+    let cluster: Api<MultiKueueCluster> = Api::all(env.manager_client());
+    let active = cluster.get("worker-1").await.expect("mkc");
+    let conditions = active.status.map(|s| s.conditions).unwrap_or_default();
+    assert!(
+        is_condition_true(&conditions, condition::ACTIVE),
+        "{conditions:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_down_during_admission_gets_its_loser_removed_on_return() {
+    let mut env = Env::start(2).await.expect("env");
+    let _manager = env.start_manager(FAST).expect("manager");
+    env.submit("job", 1).await.expect("submit");
+    replicas_everywhere(&env, "job").await;
+    env.worker(2).go_offline().await;
+    env.admit(1, "job", Utc::now()).await.expect("admit");
+    manager_workload(&env, "job", "admitted on worker-1", |w| {
+        status_of(w).cluster_name.as_deref() == Some("worker-1")
+    })
+    .await;
+    env.worker(2).go_online().await.expect("online");
+    eventually(
+        Duration::from_secs(30),
+        "loser removed from worker-2",
+        || async { env.replica(2, "job").await.is_none().then_some(()) },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orphaned_replicas_are_collected_when_their_worker_returns() {
+    let mut env = Env::start(2).await.expect("env");
+    let _manager = env.start_manager(FAST).expect("manager");
+    env.submit("job", 1).await.expect("submit");
+    replicas_everywhere(&env, "job").await;
+    env.worker(2).go_offline().await;
+    env.delete("job").await.expect("delete");
+    gone_from(&env, 1, "job").await;
+    eventually(
+        WAIT,
+        "manager workload deleted despite the unreachable worker",
+        || async {
+            env.manager_workloads()
+                .get_opt("job")
+                .await
+                .ok()
+                .flatten()
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await;
+    // A workload of another manager (different origin) must never be touched.
+    let mut foreign: Workload = serde_json::from_value(json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "foreign", "namespace": "default", "labels": {MULTIKUEUE_ORIGIN_LABEL: "someone-else"}},
+        "spec": {"podSets": [{"name": "main", "count": 1, "template": {}}]},
+    }))
+    .expect("foreign");
+    env.worker(2).go_online().await.expect("online");
+    foreign = env
+        .worker_workloads(2)
+        .create(&PostParams::default(), &foreign)
+        .await
+        .expect("create foreign");
+    eventually(
+        Duration::from_secs(30),
+        "orphan collected on worker-2",
+        || async { env.replica(2, "job").await.is_none().then_some(()) },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        env.replica(2, "foreign").await.map(|w| w.uid()),
+        Some(foreign.uid()),
+        "foreign workload untouched"
+    );
+}
+
+async fn active_condition(env: &Env, cluster: &str, reason: &str) -> String {
+    let api: Api<MultiKueueCluster> = Api::all(env.manager_client());
+    eventually(WAIT, &format!("{cluster} Active=False/{reason}"), || {
+        let api = api.clone();
+        async move {
+            let mkc = api.get(cluster).await.ok()?;
+            let conditions = mkc.status.map(|s| s.conditions).unwrap_or_default();
+            find_condition(&conditions, condition::ACTIVE)
+                .filter(|c| c.status == "False" && c.reason == reason)
+                .map(|c| c.message.clone())
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_insecure_and_unreachable_kubeconfigs_are_reported() {
+    let mut env = Env::start(1).await.expect("env");
+    let client = env.manager_client();
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NAMESPACE);
+    let cases = [
+        ("garbage", "this is not a kubeconfig: [".to_string()),
+        (
+            "exec",
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:1'}}]\nusers: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/true}}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n".to_string(),
+        ),
+        (
+            "unreachable",
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n".to_string(),
+        ),
+    ];
+    for (name, text) in &cases {
+        let secret: Secret = serde_json::from_value(json!({"metadata": {"name": format!("{name}-kubeconfig")}, "stringData": {"kubeconfig": text}})).expect("secret");
+        secrets
+            .create(&PostParams::default(), &secret)
+            .await
+            .expect("create secret");
+        apply(&client, json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": name},
+            "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": format!("{name}-kubeconfig")}}}})).await.expect("mkc");
+    }
+    apply(&client, json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": "no-secret"},
+        "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "missing"}}}})).await.expect("mkc");
+    let _manager = env.start_manager(FAST).expect("manager");
+
+    let message = active_condition(&env, "garbage", "BadKubeConfig").await;
+    assert!(message.contains("cannot parse kubeconfig"), "{message}");
+    let message = active_condition(&env, "exec", "InsecureKubeConfig").await;
+    assert!(message.contains("exec plugin"), "{message}");
+    let message = active_condition(&env, "unreachable", "ClientConnectionFailed").await;
+    assert!(
+        message.contains("attempt 1 failed") && message.contains("next attempt at"),
+        "{message}"
+    );
+    let message = active_condition(&env, "no-secret", "BadKubeConfig").await;
+    assert!(
+        message.contains("Secret baton-system/missing not found"),
+        "{message}"
+    );
+    // The good worker is unaffected.
+    let api: Api<MultiKueueCluster> = Api::all(client.clone());
+    eventually(WAIT, "worker-1 active", || {
+        let api = api.clone();
+        async move {
+            let conditions = api.get("worker-1").await.ok()?.status?.conditions;
+            is_condition_true(&conditions, condition::ACTIVE).then_some(())
+        }
+    })
+    .await;
+    let mkcs = env.kubectl("manager", &["get", "mkc"]);
+    assert!(
+        mkcs.contains("worker-1") && mkcs.contains("True") && mkcs.contains("False"),
+        "{mkcs}"
+    );
+
+    // Fixing the Secret brings the cluster up: the connection is rebuilt on Secret change.
+    let good = env.worker(1).kubeconfig();
+    let fixed: Secret = serde_json::from_value(
+        json!({"metadata": {"name": "garbage-kubeconfig"}, "stringData": {"kubeconfig": good}}),
+    )
+    .expect("secret");
+    secrets
+        .replace("garbage-kubeconfig", &PostParams::default(), &{
+            let mut s = fixed;
+            s.metadata.resource_version = secrets
+                .get("garbage-kubeconfig")
+                .await
+                .expect("get")
+                .resource_version();
+            s
+        })
+        .await
+        .expect("replace secret");
+    eventually(
+        WAIT,
+        "garbage cluster active after the Secret was fixed",
+        || {
+            let api = api.clone();
+            async move {
+                let conditions = api.get("garbage").await.ok()?.status?.conditions;
+                is_condition_true(&conditions, condition::ACTIVE).then_some(())
+            }
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manager_restart_mid_flight_duplicates_and_loses_nothing() {
+    let mut env = Env::start(3).await.expect("env");
+    let manager = env.start_manager(FAST).expect("manager");
+    env.submit("job", 1).await.expect("submit");
+    let before = replicas_everywhere(&env, "job").await;
+    manager.kill();
+
+    env.admit(2, "job", Utc::now())
+        .await
+        .expect("admit while the manager is down");
+    let _manager = env.start_manager(FAST).expect("manager again");
+    manager_workload(&env, "job", "admitted on worker-2 after restart", |w| {
+        status_of(w).cluster_name.as_deref() == Some("worker-2")
+    })
+    .await;
+    gone_from(&env, 1, "job").await;
+    gone_from(&env, 3, "job").await;
+    let winner = env.replica(2, "job").await.expect("winner");
+    assert_eq!(
+        winner.uid(),
+        before[1].uid(),
+        "the admitted replica was kept, not recreated"
+    );
+    let all = env
+        .worker_workloads(2)
+        .list(&Default::default())
+        .await
+        .expect("list");
+    assert_eq!(all.items.len(), 1, "no duplicate replicas");
+}
+
+/// `workerClient.qps/burst` limit the requests sent to one worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_clients_are_rate_limited() {
+    let env = Env::start(1).await.expect("env");
+    let kubeconfig =
+        kube::config::Kubeconfig::from_yaml(&env.worker(1).kubeconfig()).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .expect("config");
+    let limits = baton::config::ClientConfig { qps: 2.0, burst: 2 };
+    let client = baton::manager::workers::rate_limited_client(config, &limits).expect("client");
+    let started = std::time::Instant::now();
+    for _ in 0..6 {
+        client.apiserver_version().await.expect("version");
+    }
+    // Six requests at two per second, two at once: at least two full windows of waiting.
+    assert!(
+        started.elapsed() >= Duration::from_millis(1900),
+        "{:?}",
+        started.elapsed()
+    );
+}
