@@ -12,17 +12,13 @@ use baton_crds::conditions::{ConditionStatus, NewCondition, set_condition};
 use baton_crds::constants::{condition, reason};
 use baton_crds::workload::{Admission, PodSetAssignment, Workload, WorkloadStatus};
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::{Namespace, Secret};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ApiResource, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
+use crate::harness::env::Env as HarnessEnv;
 use crate::server::TestCluster;
-
-/// Where the manager keeps worker Secrets.
-pub const NAMESPACE: &str = "baton-system";
-/// The namespace workloads are submitted in.
-pub const USER_NAMESPACE: &str = "default";
 
 /// The `baton` binary built in the same target directory as this test (override: `BATON_BIN`).
 pub fn baton_binary() -> PathBuf {
@@ -89,80 +85,110 @@ impl Drop for ManagerProcess {
     }
 }
 
-/// A manager and its workers.
+/// A manager and its workers, with the Kueue setup that routes workloads to them. Names that
+/// could collide on shared real clusters (the namespace, the origin label, cluster-scoped
+/// objects) are unique to the environment; on the testbed the clusters are `worker-<i>`.
 pub struct Env {
-    pub dir: tempfile::TempDir,
-    pub manager: TestCluster,
-    pub workers: Vec<TestCluster>,
+    pub base: HarnessEnv,
+    dir: tempfile::TempDir,
     restarts: u32,
-    /// One client per cluster (a client owns a connection pool; building one per call is slow).
-    manager_client: Client,
-    worker_clients: Vec<Client>,
+    /// The namespace workloads are submitted in (created on every cluster).
+    pub namespace: String,
+    /// The manager's `origin` (replica label value).
+    pub origin: String,
+    /// Suffix of cluster-scoped object names (empty on the testbed).
+    suffix: String,
 }
 
 impl Env {
-    /// Starts the clusters and installs the setup; the manager process is started separately.
+    /// Real clusters from `BATON_E2E_KUBECONFIGS`, or testbed clusters; then the setup.
     pub async fn start(workers: usize) -> anyhow::Result<Env> {
-        let dir = tempfile::tempdir()?;
-        let crds = baton_crds::generate::all_crds()?;
-        let manager = TestCluster::start_named("manager").await?;
-        manager.install_crds(&crds)?;
-        manager.write_kubeconfig(&dir.path().join("manager.kubeconfig"))?;
-        let mut worker_clusters = Vec::new();
-        for i in 1..=workers {
-            let worker = TestCluster::start_named(&format!("worker-{i}")).await?;
-            worker.install_crds(&crds)?;
-            worker.write_kubeconfig(&dir.path().join(format!("worker-{i}.kubeconfig")))?;
-            worker_clusters.push(worker);
-        }
-        let manager_client = manager.client()?;
-        let worker_clients = worker_clusters
-            .iter()
-            .map(|w| w.client())
-            .collect::<Result<Vec<_>, _>>()?;
+        let base = HarnessEnv::start(workers).await?;
+        let namespace = base.namespace("baton-e2e").await?;
+        let suffix = if base.is_testbed() {
+            String::new()
+        } else {
+            format!("-{namespace}")
+        };
+        let origin = if base.is_testbed() {
+            "multikueue".to_string()
+        } else {
+            namespace.clone()
+        };
         let env = Env {
-            dir,
-            manager,
-            workers: worker_clusters,
+            base,
+            dir: tempfile::tempdir()?,
             restarts: 0,
-            manager_client,
-            worker_clients,
+            namespace,
+            origin,
+            suffix,
         };
         env.install_setup().await?;
         Ok(env)
     }
 
-    pub fn manager_client(&self) -> Client {
-        self.manager_client.clone()
+    /// Whether fault injection is available (testbed clusters).
+    pub fn is_testbed(&self) -> bool {
+        self.base.is_testbed()
     }
 
-    /// Worker `i` (1-based).
-    pub fn worker(&self, i: usize) -> &TestCluster {
-        &self.workers[i - 1]
+    /// The MultiKueueCluster name of worker `i` (1-based).
+    pub fn cluster(&self, i: usize) -> String {
+        format!("worker-{i}{}", self.suffix)
+    }
+
+    /// The name of the ClusterQueue (the same on the manager and the workers).
+    pub fn cluster_queue(&self) -> String {
+        self.name("cluster-queue")
+    }
+
+    /// The name of the MultiKueue AdmissionCheck.
+    pub fn check(&self) -> String {
+        self.name("sample-multikueue")
+    }
+
+    fn name(&self, base: &str) -> String {
+        format!("{base}{}", self.suffix)
+    }
+
+    pub fn worker_count(&self) -> usize {
+        self.base.workers().len()
+    }
+
+    pub fn manager_client(&self) -> Client {
+        self.base.manager().client.clone()
     }
 
     pub fn worker_client(&self, i: usize) -> Client {
-        self.worker_clients[i - 1].clone()
+        self.base.workers()[i - 1].client.clone()
     }
 
+    /// Worker `i`'s testbed server, for fault injection; `None` on real clusters.
+    pub fn testbed_worker(&self, i: usize) -> Option<&TestCluster> {
+        self.base.workers()[i - 1].testbed.as_deref()
+    }
+
+    /// The kubeconfig of `manager` or `worker-<i>`.
     pub fn kubeconfig(&self, cluster: &str) -> PathBuf {
-        self.dir.path().join(format!("{cluster}.kubeconfig"))
+        let found = if cluster == "manager" {
+            Some(self.base.manager())
+        } else {
+            cluster
+                .strip_prefix("worker-")
+                .and_then(|i| i.parse::<usize>().ok())
+                .and_then(|i| self.base.workers().get(i.wrapping_sub(1)))
+        };
+        found.map(|c| c.kubeconfig.clone()).unwrap_or_default()
     }
 
     async fn install_setup(&self) -> anyhow::Result<()> {
         let client = self.manager_client();
-        let namespaces: Api<Namespace> = Api::all(client.clone());
-        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?;
-        namespaces
-            .create(&PostParams::default(), &ns)
-            .await
-            .context("create baton-system")?;
-        let secrets: Api<Secret> = Api::namespaced(client.clone(), NAMESPACE);
-        let names: Vec<String> = (1..=self.workers.len())
-            .map(|i| format!("worker-{i}"))
-            .collect();
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), &self.namespace);
+        let names: Vec<String> = (1..=self.worker_count()).map(|i| self.cluster(i)).collect();
         for (i, name) in names.iter().enumerate() {
-            let kubeconfig = self.workers[i].kubeconfig();
+            let path = &self.base.workers()[i].kubeconfig;
+            let kubeconfig = std::fs::read_to_string(path)
+                .with_context(|| format!("read {}", path.display()))?;
             let secret: Secret = serde_json::from_value(json!({
                 "metadata": {"name": format!("{name}-kubeconfig")},
                 "stringData": {"kubeconfig": kubeconfig},
@@ -172,18 +198,24 @@ impl Env {
                 .await
                 .context("create secret")?;
         }
+        let (flavor, cq, check, config) = (
+            self.name("default-flavor"),
+            self.name("cluster-queue"),
+            self.name("sample-multikueue"),
+            self.name("multikueue"),
+        );
         let mut docs = vec![
-            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"}}),
-            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cluster-queue"},
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": flavor}}),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": cq},
                 "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                    {"name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": 100}]}]}],
-                    "admissionChecksStrategy": {"admissionChecks": [{"name": "sample-multikueue"}]}}}),
-            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "user-queue", "namespace": USER_NAMESPACE},
-                "spec": {"clusterQueue": "cluster-queue"}}),
-            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "sample-multikueue"},
+                    {"name": flavor, "resources": [{"name": "cpu", "nominalQuota": 100}]}]}],
+                    "admissionChecksStrategy": {"admissionChecks": [{"name": check}]}}}),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "user-queue", "namespace": self.namespace},
+                "spec": {"clusterQueue": cq}}),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": check},
                 "spec": {"controllerName": "kueue.x-k8s.io/multikueue",
-                         "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "multikueue"}}}),
-            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig", "metadata": {"name": "multikueue"},
+                         "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": config}}}),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig", "metadata": {"name": config},
                 "spec": {"clusters": names}}),
         ];
         for name in &names {
@@ -191,7 +223,14 @@ impl Env {
                 "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": format!("{name}-kubeconfig")}}}}));
         }
         for doc in docs {
-            apply(&client, doc).await?;
+            let resource = apply(&client, doc.clone()).await?;
+            if doc["metadata"]["namespace"].is_null() {
+                self.base.track(
+                    0,
+                    resource,
+                    doc["metadata"]["name"].as_str().unwrap_or_default(),
+                );
+            }
         }
         Ok(())
     }
@@ -203,8 +242,11 @@ impl Env {
             .dir
             .path()
             .join(format!("config-{}.yaml", self.restarts));
+        // Real clusters may authenticate with exec plugins; the testbed never does.
+        let insecure = !self.is_testbed();
         let full = format!(
-            "metricsBindAddress: 127.0.0.1:0\nhealthProbeBindAddress: 127.0.0.1:0\nleaderElection: {{enabled: false}}\n{config_yaml}"
+            "metricsBindAddress: 127.0.0.1:0\nhealthProbeBindAddress: 127.0.0.1:0\nleaderElection: {{enabled: false}}\norigin: {}\nallowInsecureKubeconfigs: {insecure}\n{config_yaml}",
+            self.origin
         );
         std::fs::write(&config, full)?;
         let log = self
@@ -221,6 +263,8 @@ impl Env {
             .arg(self.kubeconfig("manager"))
             .arg("--config")
             .arg(&config)
+            .arg("--namespace")
+            .arg(&self.namespace)
             .env(
                 "RUST_LOG",
                 std::env::var("BATON_TEST_LOG").unwrap_or_else(|_| "info,kube=warn".into()),
@@ -241,7 +285,7 @@ impl Env {
     pub async fn submit(&self, name: &str, pods: i32) -> anyhow::Result<Workload> {
         let wl: Workload = serde_json::from_value(json!({
             "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-            "metadata": {"name": name, "namespace": USER_NAMESPACE},
+            "metadata": {"name": name, "namespace": self.namespace},
             "spec": {"queueName": "user-queue", "podSets": [{"name": "main", "count": pods, "template": {"spec": {
                 "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]},
         }))?;
@@ -252,11 +296,11 @@ impl Env {
     }
 
     pub fn manager_workloads(&self) -> Api<Workload> {
-        Api::namespaced(self.manager_client(), USER_NAMESPACE)
+        Api::namespaced(self.manager_client(), &self.namespace)
     }
 
     pub fn worker_workloads(&self, i: usize) -> Api<Workload> {
-        Api::namespaced(self.worker_client(i), USER_NAMESPACE)
+        Api::namespaced(self.worker_client(i), &self.namespace)
     }
 
     /// The replica on worker `i`, if present.
@@ -313,7 +357,7 @@ impl Env {
     pub async fn admit(&self, i: usize, name: &str, at: DateTime<Utc>) -> anyhow::Result<Workload> {
         self.update_replica_status(i, name, |s| {
             s.admission = Some(Admission {
-                cluster_queue: "cluster-queue".into(),
+                cluster_queue: self.name("cluster-queue"),
                 pod_set_assignments: vec![PodSetAssignment {
                     name: "main".into(),
                     count: Some(1),
@@ -371,10 +415,13 @@ impl Env {
         Ok(())
     }
 
-    /// Runs kubectl against one cluster and returns its stdout (panics on failure).
+    /// Runs kubectl against `manager` or `worker-<i>`, in the environment's namespace, and
+    /// returns its stdout (panics on failure).
     pub fn kubectl(&self, cluster: &str, args: &[&str]) -> String {
+        let mut all: Vec<&str> = vec!["--namespace", &self.namespace];
+        all.extend_from_slice(args);
         let out =
-            crate::harness::kubectl(&self.kubeconfig(cluster), args).expect("kubectl is installed");
+            crate::harness::kubectl(&self.kubeconfig(cluster), &all).expect("kubectl is installed");
         assert!(
             out.status.success(),
             "kubectl {args:?}: {}",
@@ -384,8 +431,8 @@ impl Env {
     }
 }
 
-/// Creates or updates an object from its JSON (server-side apply).
-pub async fn apply(client: &Client, doc: serde_json::Value) -> anyhow::Result<()> {
+/// Creates or updates an object from its JSON (server-side apply); returns its resource.
+pub async fn apply(client: &Client, doc: serde_json::Value) -> anyhow::Result<ApiResource> {
     let gvk: kube::core::GroupVersionKind = serde_json::from_value(json!({
         "group": doc["apiVersion"].as_str().unwrap_or_default().split('/').next().unwrap_or_default(),
         "version": doc["apiVersion"].as_str().unwrap_or_default().split('/').nth(1).unwrap_or_default(),
@@ -407,7 +454,7 @@ pub async fn apply(client: &Client, doc: serde_json::Value) -> anyhow::Result<()
     )
     .await
     .with_context(|| format!("apply {} {name}", doc["kind"]))?;
-    Ok(())
+    Ok(resource)
 }
 
 /// Polls `check` every 20 ms until it returns `Some`, or fails after `deadline`.
@@ -432,4 +479,39 @@ where
 /// The name of a replica's owner workload (for messages).
 pub fn describe(wl: &Workload) -> String {
     format!("{}/{}", wl.namespace().unwrap_or_default(), wl.name_any())
+}
+
+impl Drop for Env {
+    /// On real clusters, Workloads left with Baton's finalizer (the manager is gone by now)
+    /// would keep the namespace terminating forever: release them before the harness cleans up.
+    fn drop(&mut self) {
+        if self.is_testbed() {
+            return;
+        }
+        let api = self.manager_workloads();
+        let handle = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async {
+                let Ok(list) = api.list(&Default::default()).await else {
+                    return;
+                };
+                let patch = json!({"metadata": {"finalizers": null}});
+                for wl in list.items {
+                    let _ = api
+                        .patch(
+                            &wl.name_any(),
+                            &PatchParams::default(),
+                            &Patch::Merge(&patch),
+                        )
+                        .await;
+                }
+            });
+        });
+        let _ = handle.join();
+    }
 }

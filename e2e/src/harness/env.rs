@@ -165,16 +165,24 @@ impl Env {
             cleaned: false,
         };
         let crds = baton_crds::generate::all_crds()?;
+        // Held while installing, so no other suite removes the CRDs under us.
+        let mut shared = SHARED_CRDS.lock().await;
+        shared.users += 1;
         for (i, c) in env.clusters.iter().enumerate() {
             let api: Api<CustomResourceDefinition> = Api::all(c.client.clone());
             for crd in &crds {
                 let name = crd.metadata.name.clone().unwrap_or_default();
                 if api.get_opt(&name).await?.is_none() {
-                    api.create(&PostParams::default(), crd).await?;
-                    env.lock().crds.push((i, name));
+                    match api.create(&PostParams::default(), crd).await {
+                        Ok(_) => shared.installed.push((i, name)),
+                        // Another suite of this process installed it a moment ago.
+                        Err(kube::Error::Api(s)) if s.code == 409 => {}
+                        Err(e) => return Err(e.into()),
+                    }
                 }
             }
         }
+        drop(shared);
         Ok(env)
     }
 
@@ -230,7 +238,26 @@ impl Env {
     }
 }
 
-async fn cleanup_created(clients: &[kube::Client], created: Created) -> Result<(), EnvError> {
+/// CRDs this process installed on real clusters, shared by all its environments (suites run
+/// on parallel threads): they are removed when the last environment using them is cleaned up.
+#[derive(Default)]
+struct SharedCrds {
+    users: usize,
+    installed: Vec<(usize, String)>,
+}
+
+static SHARED_CRDS: tokio::sync::Mutex<SharedCrds> = tokio::sync::Mutex::const_new(SharedCrds {
+    users: 0,
+    installed: Vec::new(),
+});
+
+async fn cleanup_created(clients: &[kube::Client], mut created: Created) -> Result<(), EnvError> {
+    // Held until the CRDs are gone, so no suite starts on CRDs about to be removed.
+    let mut shared = SHARED_CRDS.lock().await;
+    shared.users = shared.users.saturating_sub(1);
+    if shared.users == 0 {
+        created.crds.append(&mut shared.installed);
+    }
     let dp = DeleteParams::background();
     let ignore_missing = |r: Result<(), kube::Error>| match r {
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
