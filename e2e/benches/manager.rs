@@ -291,9 +291,11 @@ async fn print_manager_metrics(log: &std::path::Path) {
             .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
             .collect::<String>()
     }) else {
+        eprintln!("  (no metrics address in {})", log.display());
         return;
     };
     let Ok(mut stream) = tokio::net::TcpStream::connect(&addr).await else {
+        eprintln!("  (cannot reach the manager's metrics at {addr:?})");
         return;
     };
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
