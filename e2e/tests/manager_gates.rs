@@ -28,6 +28,19 @@ async fn replicas(env: &Env, name: &str) {
     }
 }
 
+/// Submits `job`, waits for its replicas, and has `first` then `second` signal a second apart.
+async fn two_signal(env: &Env, first: usize, second: usize) {
+    env.submit("job", 1).await.expect("submit");
+    replicas(env, "job").await;
+    let t0 = Utc::now();
+    env.signal_gated(first, "job", t0)
+        .await
+        .expect("first signal");
+    env.signal_gated(second, "job", t0 + chrono::Duration::seconds(1))
+        .await
+        .expect("second signal");
+}
+
 async fn gate(env: &Env, i: usize, name: &str) -> Option<GateState> {
     env.replica(i, name)
         .await
@@ -145,13 +158,7 @@ async fn the_kep_sequence_one_gate_at_a_time_then_the_timeout_passes_the_baton()
 async fn when_the_first_admits_no_second_gate_ever_opens() {
     let mut env = Env::start(2).await.expect("env");
     let _manager = env.start_manager(&config(2)).expect("manager");
-    env.submit("job", 1).await.expect("submit");
-    replicas(&env, "job").await;
-    let t0 = Utc::now();
-    env.signal_gated(1, "job", t0).await.expect("signal");
-    env.signal_gated(2, "job", t0 + chrono::Duration::seconds(1))
-        .await
-        .expect("signal");
+    two_signal(&env, 1, 2).await;
     opened(&env, 1, "job").await;
     env.admit(1, "job", Utc::now()).await.expect("admit");
     eventually(WAIT, "worker-2 replica deleted", || async {
@@ -172,13 +179,7 @@ async fn a_signalling_worker_that_goes_offline_loses_the_baton_after_the_timeout
         return;
     }
     let _manager = env.start_manager(&config(2)).expect("manager");
-    env.submit("job", 1).await.expect("submit");
-    replicas(&env, "job").await;
-    let t0 = Utc::now();
-    env.signal_gated(1, "job", t0).await.expect("signal");
-    env.signal_gated(2, "job", t0 + chrono::Duration::seconds(1))
-        .await
-        .expect("signal");
+    two_signal(&env, 1, 2).await;
     opened(&env, 1, "job").await;
     env.testbed_worker(1).expect("testbed").go_offline().await;
     opened(&env, 2, "job").await;
@@ -188,13 +189,7 @@ async fn a_signalling_worker_that_goes_offline_loses_the_baton_after_the_timeout
 async fn a_manager_restart_between_signal_and_timeout_opens_nothing_early() {
     let mut env = Env::start(2).await.expect("env");
     let manager = env.start_manager(&config(5)).expect("manager");
-    env.submit("job", 1).await.expect("submit");
-    replicas(&env, "job").await;
-    let t0 = Utc::now();
-    env.signal_gated(1, "job", t0).await.expect("signal");
-    env.signal_gated(2, "job", t0 + chrono::Duration::seconds(1))
-        .await
-        .expect("signal");
+    two_signal(&env, 1, 2).await;
     let first = opened(&env, 1, "job").await;
     let opened_at = first.status.as_ref().expect("status").preemption_gates[0]
         .last_transition_time

@@ -51,6 +51,18 @@ async fn manager_workload(
     .await
 }
 
+/// Submits `job`, waits for its replicas on every worker, and has worker `i` admit it.
+async fn admitted_on(env: &Env, i: usize) -> Vec<Workload> {
+    env.submit("job", 1).await.expect("submit");
+    let replicas = replicas_everywhere(env, "job").await;
+    env.admit(i, "job", Utc::now()).await.expect("admit");
+    manager_workload(env, "job", &format!("admitted on worker-{i}"), |w| {
+        status_of(w).cluster_name == Some(env.cluster(i))
+    })
+    .await;
+    replicas
+}
+
 async fn gone_from(env: &Env, i: usize, name: &str) {
     eventually(
         WAIT,
@@ -146,13 +158,7 @@ async fn dispatch_winner_losers_and_cleanup() {
 async fn eviction_on_the_worker_sends_the_workload_back_to_dispatch() {
     let mut env = Env::start(2).await.expect("env");
     let _manager = env.start_manager(FAST).expect("manager");
-    env.submit("job", 1).await.expect("submit");
-    let before = replicas_everywhere(&env, "job").await;
-    env.admit(1, "job", Utc::now()).await.expect("admit");
-    manager_workload(&env, "job", "admitted on worker-1", |w| {
-        status_of(w).cluster_name == Some(env.cluster(1))
-    })
-    .await;
+    let before = admitted_on(&env, 1).await;
     gone_from(&env, 2, "job").await;
 
     env.evict(1, "job", Utc::now()).await.expect("evict");
@@ -187,13 +193,7 @@ async fn a_worker_lost_beyond_the_timeout_loses_its_workload() {
         return;
     }
     let _manager = env.start_manager(FAST).expect("manager");
-    env.submit("job", 1).await.expect("submit");
-    replicas_everywhere(&env, "job").await;
-    env.admit(1, "job", Utc::now()).await.expect("admit");
-    manager_workload(&env, "job", "admitted on worker-1", |w| {
-        status_of(w).cluster_name == Some(env.cluster(1))
-    })
-    .await;
+    admitted_on(&env, 1).await;
     let stale_uid = env.replica(1, "job").await.expect("winner replica").uid();
 
     env.testbed_worker(1).expect("testbed").go_offline().await;
