@@ -48,8 +48,6 @@ struct Created {
     namespaces: Vec<(usize, String)>,
     /// (cluster index, resource, name) of cluster-scoped objects.
     objects: Vec<(usize, ApiResource, String)>,
-    /// (cluster index, CRD name) installed by the harness on a real cluster.
-    crds: Vec<(usize, String)>,
 }
 
 /// A manager cluster and worker clusters for a suite.
@@ -168,13 +166,13 @@ impl Env {
         // Held while installing, so no other suite removes the CRDs under us.
         let mut shared = SHARED_CRDS.lock().await;
         shared.users += 1;
-        for (i, c) in env.clusters.iter().enumerate() {
+        for c in &env.clusters {
             let api: Api<CustomResourceDefinition> = Api::all(c.client.clone());
             for crd in &crds {
                 let name = crd.metadata.name.clone().unwrap_or_default();
                 if api.get_opt(&name).await?.is_none() {
                     match api.create(&PostParams::default(), crd).await {
-                        Ok(_) => shared.installed.push((i, name)),
+                        Ok(_) => shared.installed.push((c.client.clone(), name)),
                         // Another suite of this process installed it a moment ago.
                         Err(kube::Error::Api(s)) if s.code == 409 => {}
                         Err(e) => return Err(e.into()),
@@ -233,6 +231,7 @@ impl Env {
                 .map(|c| c.client.clone())
                 .collect::<Vec<_>>(),
             created,
+            !self.is_testbed(),
         )
         .await
     }
@@ -243,7 +242,8 @@ impl Env {
 #[derive(Default)]
 struct SharedCrds {
     users: usize,
-    installed: Vec<(usize, String)>,
+    /// The client of the cluster each CRD was installed on, and its name.
+    installed: Vec<(kube::Client, String)>,
 }
 
 static SHARED_CRDS: tokio::sync::Mutex<SharedCrds> = tokio::sync::Mutex::const_new(SharedCrds {
@@ -251,12 +251,20 @@ static SHARED_CRDS: tokio::sync::Mutex<SharedCrds> = tokio::sync::Mutex::const_n
     installed: Vec::new(),
 });
 
-async fn cleanup_created(clients: &[kube::Client], mut created: Created) -> Result<(), EnvError> {
-    // Held until the CRDs are gone, so no suite starts on CRDs about to be removed.
+async fn cleanup_created(
+    clients: &[kube::Client],
+    created: Created,
+    shares_crds: bool,
+) -> Result<(), EnvError> {
+    // Held until the CRDs are gone, so no suite starts on CRDs about to be removed. Only
+    // environments on given kubeconfigs share CRDs; testbed ones have their own servers.
     let mut shared = SHARED_CRDS.lock().await;
-    shared.users = shared.users.saturating_sub(1);
-    if shared.users == 0 {
-        created.crds.append(&mut shared.installed);
+    let mut shared_crds = Vec::new();
+    if shares_crds {
+        shared.users = shared.users.saturating_sub(1);
+        if shared.users == 0 {
+            shared_crds = std::mem::take(&mut shared.installed);
+        }
     }
     let dp = DeleteParams::background();
     let ignore_missing = |r: Result<(), kube::Error>| match r {
@@ -271,8 +279,8 @@ async fn cleanup_created(clients: &[kube::Client], mut created: Created) -> Resu
         let api: Api<Namespace> = Api::all(clients[*i].clone());
         ignore_missing(api.delete(ns, &dp).await.map(|_| ()))?;
     }
-    for (i, crd) in created.crds.iter().rev() {
-        let api: Api<CustomResourceDefinition> = Api::all(clients[*i].clone());
+    for (client, crd) in shared_crds.iter().rev() {
+        let api: Api<CustomResourceDefinition> = Api::all(client.clone());
         ignore_missing(api.delete(crd, &dp).await.map(|_| ()))?;
     }
     Ok(())
@@ -290,7 +298,7 @@ impl Drop for Env {
             if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
-                && let Err(e) = rt.block_on(cleanup_created(&clients, created))
+                && let Err(e) = rt.block_on(cleanup_created(&clients, created, true))
             {
                 eprintln!("e2e harness: cleanup failed: {e}");
             }
