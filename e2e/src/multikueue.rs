@@ -127,6 +127,17 @@ impl Env {
         Ok(env)
     }
 
+    /// An environment for a suite that injects faults: `None` (and a note) on real clusters.
+    pub async fn start_for_faults(workers: usize) -> Option<Env> {
+        let env = Env::start(workers).await.expect("env");
+        if env.is_testbed() {
+            Some(env)
+        } else {
+            eprintln!("skipped: needs fault injection (testbed only)");
+            None
+        }
+    }
+
     /// Whether fault injection is available (testbed clusters).
     pub fn is_testbed(&self) -> bool {
         self.base.is_testbed()

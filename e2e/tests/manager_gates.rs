@@ -173,11 +173,9 @@ async fn when_the_first_admits_no_second_gate_ever_opens() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signalling_worker_that_goes_offline_loses_the_baton_after_the_timeout() {
-    let mut env = Env::start(2).await.expect("env");
-    if !env.is_testbed() {
-        eprintln!("skipped: needs fault injection (testbed only)");
+    let Some(mut env) = Env::start_for_faults(2).await else {
         return;
-    }
+    };
     let _manager = env.start_manager(&config(2)).expect("manager");
     two_signal(&env, 1, 2).await;
     opened(&env, 1, "job").await;

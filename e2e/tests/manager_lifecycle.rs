@@ -187,11 +187,9 @@ async fn eviction_on_the_worker_sends_the_workload_back_to_dispatch() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_lost_beyond_the_timeout_loses_its_workload() {
-    let mut env = Env::start(2).await.expect("env");
-    if !env.is_testbed() {
-        eprintln!("skipped: needs fault injection (testbed only)");
+    let Some(mut env) = Env::start_for_faults(2).await else {
         return;
-    }
+    };
     let _manager = env.start_manager(FAST).expect("manager");
     admitted_on(&env, 1).await;
     let stale_uid = env.replica(1, "job").await.expect("winner replica").uid();
@@ -240,11 +238,9 @@ async fn a_worker_lost_beyond_the_timeout_loses_its_workload() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_down_during_admission_gets_its_loser_removed_on_return() {
-    let mut env = Env::start(2).await.expect("env");
-    if !env.is_testbed() {
-        eprintln!("skipped: needs fault injection (testbed only)");
+    let Some(mut env) = Env::start_for_faults(2).await else {
         return;
-    }
+    };
     let _manager = env.start_manager(FAST).expect("manager");
     env.submit("job", 1).await.expect("submit");
     replicas_everywhere(&env, "job").await;
@@ -269,11 +265,9 @@ async fn a_worker_down_during_admission_gets_its_loser_removed_on_return() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orphaned_replicas_are_collected_when_their_worker_returns() {
-    let mut env = Env::start(2).await.expect("env");
-    if !env.is_testbed() {
-        eprintln!("skipped: needs fault injection (testbed only)");
+    let Some(mut env) = Env::start_for_faults(2).await else {
         return;
-    }
+    };
     let _manager = env.start_manager(FAST).expect("manager");
     env.submit("job", 1).await.expect("submit");
     replicas_everywhere(&env, "job").await;

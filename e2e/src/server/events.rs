@@ -3,6 +3,26 @@
 
 use serde_json::{Map, Value};
 
+/// Field names in events.k8s.io/v1 and in core/v1; the conversion runs this table one way
+/// or the other.
+const FIELDS: &[(&str, &str)] = &[
+    ("metadata", "metadata"),
+    ("regarding", "involvedObject"),
+    ("related", "related"),
+    ("note", "message"),
+    ("reason", "reason"),
+    ("type", "type"),
+    ("action", "action"),
+    ("eventTime", "eventTime"),
+    ("series", "series"),
+    ("reportingController", "reportingComponent"),
+    ("reportingInstance", "reportingInstance"),
+    ("deprecatedSource", "source"),
+    ("deprecatedFirstTimestamp", "firstTimestamp"),
+    ("deprecatedLastTimestamp", "lastTimestamp"),
+    ("deprecatedCount", "count"),
+];
+
 fn mv(from: &mut Map<String, Value>, to: &mut Map<String, Value>, a: &str, b: &str) {
     if let Some(v) = from.remove(a)
         && !v.is_null()
@@ -19,36 +39,9 @@ pub fn to_core(obj: Value) -> Value {
     let mut out = Map::new();
     out.insert("apiVersion".into(), "v1".into());
     out.insert("kind".into(), "Event".into());
-    mv(&mut src, &mut out, "metadata", "metadata");
-    mv(&mut src, &mut out, "regarding", "involvedObject");
-    mv(&mut src, &mut out, "related", "related");
-    mv(&mut src, &mut out, "note", "message");
-    mv(&mut src, &mut out, "reason", "reason");
-    mv(&mut src, &mut out, "type", "type");
-    mv(&mut src, &mut out, "action", "action");
-    mv(&mut src, &mut out, "eventTime", "eventTime");
-    mv(&mut src, &mut out, "series", "series");
-    mv(
-        &mut src,
-        &mut out,
-        "reportingController",
-        "reportingComponent",
-    );
-    mv(&mut src, &mut out, "reportingInstance", "reportingInstance");
-    mv(&mut src, &mut out, "deprecatedSource", "source");
-    mv(
-        &mut src,
-        &mut out,
-        "deprecatedFirstTimestamp",
-        "firstTimestamp",
-    );
-    mv(
-        &mut src,
-        &mut out,
-        "deprecatedLastTimestamp",
-        "lastTimestamp",
-    );
-    mv(&mut src, &mut out, "deprecatedCount", "count");
+    for (v1, core) in FIELDS {
+        mv(&mut src, &mut out, v1, core);
+    }
     if !out.contains_key("involvedObject") {
         out.insert("involvedObject".into(), Value::Object(Map::new()));
     }
@@ -76,36 +69,9 @@ pub fn to_v1(obj: Value) -> Value {
     let mut out = Map::new();
     out.insert("apiVersion".into(), "events.k8s.io/v1".into());
     out.insert("kind".into(), "Event".into());
-    mv(&mut src, &mut out, "metadata", "metadata");
-    mv(&mut src, &mut out, "involvedObject", "regarding");
-    mv(&mut src, &mut out, "related", "related");
-    mv(&mut src, &mut out, "message", "note");
-    mv(&mut src, &mut out, "reason", "reason");
-    mv(&mut src, &mut out, "type", "type");
-    mv(&mut src, &mut out, "action", "action");
-    mv(&mut src, &mut out, "eventTime", "eventTime");
-    mv(&mut src, &mut out, "series", "series");
-    mv(
-        &mut src,
-        &mut out,
-        "reportingComponent",
-        "reportingController",
-    );
-    mv(&mut src, &mut out, "reportingInstance", "reportingInstance");
-    mv(&mut src, &mut out, "source", "deprecatedSource");
-    mv(
-        &mut src,
-        &mut out,
-        "firstTimestamp",
-        "deprecatedFirstTimestamp",
-    );
-    mv(
-        &mut src,
-        &mut out,
-        "lastTimestamp",
-        "deprecatedLastTimestamp",
-    );
-    mv(&mut src, &mut out, "count", "deprecatedCount");
+    for (v1, core) in FIELDS {
+        mv(&mut src, &mut out, core, v1);
+    }
     Value::Object(out)
 }
 
