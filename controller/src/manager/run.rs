@@ -70,10 +70,16 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
         );
         let all_tx = all_tx.clone();
         tokio::spawn(async move {
-            while sync_rx.recv().await.is_some() {
+            // Until both caches hold their first full list, a missing Secret may only be
+            // not yet seen: reporting it as missing would be a false alarm.
+            futures::join!(synced(&clusters), synced(&secrets));
+            loop {
                 while sync_rx.try_recv().is_ok() {}
                 sync_clusters(&pool, &clusters, &secrets, &config, &namespace).await;
                 let _ = all_tx.send(());
+                if sync_rx.recv().await.is_none() {
+                    break;
+                }
             }
         });
     }
