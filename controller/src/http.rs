@@ -20,6 +20,9 @@ impl Readiness {
     pub fn set_ready(&self) {
         self.0.store(true, Ordering::SeqCst);
     }
+    pub fn set_not_ready(&self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
     pub fn is_ready(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
@@ -29,6 +32,35 @@ impl Readiness {
 struct Ops {
     metrics: Arc<Metrics>,
     ready: Readiness,
+}
+
+/// Serves the endpoints on the metrics address and, when it differs, on the health-probe
+/// address too (what the kubelet probes); returns the bound addresses.
+pub async fn serve_operations(
+    metrics_address: &str,
+    health_address: &str,
+    metrics: Arc<Metrics>,
+    ready: Readiness,
+) -> anyhow::Result<Vec<SocketAddr>> {
+    let mut bound = Vec::new();
+    let mut seen = Vec::new();
+    for (field, text) in [
+        ("metricsBindAddress", metrics_address),
+        ("healthProbeBindAddress", health_address),
+    ] {
+        if seen.contains(&text) && !text.ends_with(":0") {
+            continue;
+        }
+        seen.push(text);
+        let addr =
+            crate::config::parse_bind_address(text).map_err(|e| anyhow::anyhow!("{field}: {e}"))?;
+        let local = serve(addr, metrics.clone(), ready.clone())
+            .await
+            .map_err(|e| anyhow::anyhow!("{field}: cannot listen on {addr}: {e}"))?;
+        tracing::info!(%local, "serving /metrics, /livez and /readyz");
+        bound.push(local);
+    }
+    Ok(bound)
 }
 
 /// Serves the endpoints on `addr` until the process ends; returns the bound address.

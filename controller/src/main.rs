@@ -36,8 +36,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             })
         }
         Command::Worker(args) => {
-            let _config = load_config(&args.common)?;
-            anyhow::bail!("`baton worker` is not implemented yet (configuration is valid)")
+            let config = load_config(&args.common)?;
+            let runtime =
+                tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+            runtime.block_on(async {
+                let client = client(&args.common).await?;
+                baton::worker::run::run(client, config, &args.namespace).await
+            })
         }
     }
 }

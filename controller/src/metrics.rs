@@ -18,6 +18,24 @@ pub struct ErrorLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QueueLabel {
+    pub cluster_queue: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PendingLabel {
+    pub cluster_queue: String,
+    /// `active` or `inadmissible`.
+    pub status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ClassLabel {
+    pub kind: String,
+    pub name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct BuildLabel {
     pub version: String,
 }
@@ -37,6 +55,13 @@ pub struct Metrics {
     pub gate_open_delay: Histogram,
     pub gate_timeouts: Counter,
     pub workloads_gated: Gauge,
+    pub pending_workloads: Family<PendingLabel, Gauge>,
+    pub quota_reservations: Family<QueueLabel, Counter>,
+    pub preemptions: Family<ErrorLabel, Counter>,
+    pub preemption_gated: Gauge,
+    pub scheduling_cycle_duration: Histogram,
+    pub class_annotation_errors: Family<ClassLabel, Counter>,
+    pub status_write_conflicts: Counter,
 }
 
 impl Default for Metrics {
@@ -69,6 +94,13 @@ impl Metrics {
             gate_open_delay: Histogram::new(exponential_buckets(0.005, 2.0, 18)),
             gate_timeouts: Counter::default(),
             workloads_gated: Gauge::default(),
+            pending_workloads: Family::default(),
+            quota_reservations: Family::default(),
+            preemptions: Family::default(),
+            preemption_gated: Gauge::default(),
+            scheduling_cycle_duration: Histogram::new(exponential_buckets(0.0001, 2.0, 18)),
+            class_annotation_errors: Family::default(),
+            status_write_conflicts: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -130,6 +162,41 @@ impl Metrics {
             "workloads_gated",
             "Workloads with a replica waiting for its preemption gate",
             m.workloads_gated.clone(),
+        );
+        registry.register(
+            "worker_pending_workloads",
+            "Pending workloads on this worker, by ClusterQueue and status (active or inadmissible)",
+            m.pending_workloads.clone(),
+        );
+        registry.register(
+            "worker_quota_reservations",
+            "Workloads that reserved quota on this worker, by ClusterQueue",
+            m.quota_reservations.clone(),
+        );
+        registry.register(
+            "worker_preemptions",
+            "Workloads preempted on this worker, by reason",
+            m.preemptions.clone(),
+        );
+        registry.register(
+            "worker_preemption_gated_workloads",
+            "Workloads that could preempt but wait for their preemption gate",
+            m.preemption_gated.clone(),
+        );
+        registry.register(
+            "worker_scheduling_cycle_duration_seconds",
+            "Time of one scheduling cycle (snapshot, decisions) on this worker",
+            m.scheduling_cycle_duration.clone(),
+        );
+        registry.register(
+            "worker_class_annotation_errors",
+            "Malformed preemption-toleration annotations found on priority classes",
+            m.class_annotation_errors.clone(),
+        );
+        registry.register(
+            "worker_status_write_conflicts",
+            "Workload status writes that lost a resourceVersion race (retried next cycle)",
+            m.status_write_conflicts.clone(),
         );
         Self { registry, ..m }
     }

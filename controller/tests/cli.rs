@@ -93,11 +93,20 @@ fn version_and_help() {
 }
 
 #[test]
-fn worker_says_not_implemented_after_checking_config() {
-    let out = baton(&["worker", "--log-format", "json"]);
+fn worker_with_an_unreadable_kubeconfig_fails_clearly() {
+    let out = baton(&[
+        "worker",
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "--log-format",
+        "json",
+    ]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("not implemented yet"), "{err}");
+    assert!(
+        err.contains("cannot read kubeconfig /nonexistent/kubeconfig"),
+        "{err}"
+    );
 }
 
 #[test]

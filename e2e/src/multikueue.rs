@@ -64,7 +64,7 @@ fn ensure_fresh(binary: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A running `baton manager` process; killed on drop.
+/// A running `baton manager` or `baton worker` process; killed on drop.
 pub struct ManagerProcess {
     child: Child,
     pub log: PathBuf,
@@ -75,6 +75,27 @@ impl ManagerProcess {
     pub fn kill(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Asks the process to stop (SIGTERM, as the kubelet does) and waits up to `deadline`
+    /// for it to exit; returns its exit status.
+    pub fn terminate(mut self, deadline: Duration) -> Option<std::process::ExitStatus> {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let end = std::time::Instant::now() + deadline;
+        while std::time::Instant::now() < end {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
+    /// What the process logged so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }
 
@@ -90,14 +111,14 @@ impl Drop for ManagerProcess {
 /// objects) are unique to the environment; on the testbed the clusters are `worker-<i>`.
 pub struct Env {
     pub base: HarnessEnv,
-    dir: tempfile::TempDir,
-    restarts: u32,
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) restarts: u32,
     /// The namespace workloads are submitted in (created on every cluster).
     pub namespace: String,
     /// The manager's `origin` (replica label value).
     pub origin: String,
     /// Suffix of cluster-scoped object names (empty on the testbed).
-    suffix: String,
+    pub(crate) suffix: String,
 }
 
 impl Env {
@@ -158,7 +179,7 @@ impl Env {
         self.name("sample-multikueue")
     }
 
-    fn name(&self, base: &str) -> String {
+    pub(crate) fn name(&self, base: &str) -> String {
         format!("{base}{}", self.suffix)
     }
 
@@ -248,6 +269,25 @@ impl Env {
 
     /// Starts `baton manager` with this configuration (YAML; timeouts in seconds suit tests).
     pub fn start_manager(&mut self, config_yaml: &str) -> anyhow::Result<ManagerProcess> {
+        let kubeconfig = self.kubeconfig("manager");
+        let namespace = self.namespace.clone();
+        self.start_baton(
+            "manager",
+            &kubeconfig,
+            &["--namespace", &namespace],
+            config_yaml,
+        )
+    }
+
+    /// Runs the `baton` binary in `mode` against `kubeconfig`, logging to a file in the
+    /// environment's directory.
+    pub(crate) fn start_baton(
+        &mut self,
+        mode: &str,
+        kubeconfig: &Path,
+        extra: &[&str],
+        config_yaml: &str,
+    ) -> anyhow::Result<ManagerProcess> {
         self.restarts += 1;
         let config = self
             .dir
@@ -255,27 +295,32 @@ impl Env {
             .join(format!("config-{}.yaml", self.restarts));
         // Real clusters may authenticate with exec plugins; the testbed never does.
         let insecure = !self.is_testbed();
+        // Leader election is off unless the test configures it.
+        let election = if config_yaml.contains("leaderElection") {
+            ""
+        } else {
+            "leaderElection: {enabled: false}\n"
+        };
         let full = format!(
-            "metricsBindAddress: 127.0.0.1:0\nhealthProbeBindAddress: 127.0.0.1:0\nleaderElection: {{enabled: false}}\norigin: {}\nallowInsecureKubeconfigs: {insecure}\n{config_yaml}",
+            "metricsBindAddress: 127.0.0.1:0\nhealthProbeBindAddress: 127.0.0.1:0\n{election}origin: {}\nallowInsecureKubeconfigs: {insecure}\n{config_yaml}",
             self.origin
         );
         std::fs::write(&config, full)?;
         let log = self
             .dir
             .path()
-            .join(format!("manager-{}.log", self.restarts));
+            .join(format!("{mode}-{}.log", self.restarts));
         let out = std::fs::File::create(&log)?;
         let binary = baton_binary();
         if std::env::var_os("BATON_BIN").is_none() {
             ensure_fresh(&binary)?;
         }
         let child = Command::new(&binary)
-            .args(["manager", "--kubeconfig"])
-            .arg(self.kubeconfig("manager"))
+            .args([mode, "--kubeconfig"])
+            .arg(kubeconfig)
             .arg("--config")
             .arg(&config)
-            .arg("--namespace")
-            .arg(&self.namespace)
+            .args(extra)
             .env(
                 "RUST_LOG",
                 std::env::var("BATON_TEST_LOG").unwrap_or_else(|_| "info,kube=warn".into()),

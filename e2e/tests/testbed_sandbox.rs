@@ -1,15 +1,27 @@
 //! The `baton-sandbox` binary and the e2e harness (testbed mode and real-kubeconfig mode).
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use baton_crds::conditions::is_condition_true;
+use baton_crds::{MultiKueueCluster, Workload};
 use baton_e2e::harness::env::{Env, parse_spec};
-use baton_e2e::harness::wait_until;
+use baton_e2e::harness::kubectl;
+use baton_e2e::multikueue::baton_binary;
 use baton_e2e::server::TestCluster;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, PostParams};
+
+/// The sandbox runs the controllers as processes: one sandbox at a time keeps the timings of
+/// these suites independent of each other on small machines.
+static ONE_SANDBOX: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A deadline for the sandbox to come up (clusters, controllers, and the demo when asked).
+const UP: Duration = Duration::from_secs(60);
 
 async fn client_for(path: &Path) -> kube::Client {
     let kc = kube::config::Kubeconfig::read_from(path).unwrap();
@@ -20,25 +32,199 @@ async fn client_for(path: &Path) -> kube::Client {
     kube::Client::try_from(config).unwrap()
 }
 
+/// A running `baton-sandbox` with its output collected line by line.
+struct Sandbox {
+    child: Child,
+    dir: tempfile::TempDir,
+    stdout: Arc<Mutex<Vec<String>>>,
+    stderr: Arc<Mutex<Vec<String>>>,
+}
+
+fn collect(stream: impl Read + Send + 'static) -> Arc<Mutex<Vec<String>>> {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            sink.lock().unwrap().push(line);
+        }
+    });
+    lines
+}
+
+impl Sandbox {
+    fn start(args: &[&str]) -> Sandbox {
+        let baton = baton_binary();
+        assert!(
+            baton.is_file(),
+            "{} is missing: run `cargo build -p baton` (`cargo test --workspace` builds it)",
+            baton.display()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_baton-sandbox"))
+            .args(args)
+            .arg("--dir")
+            .arg(dir.path())
+            .env("BATON_BIN", &baton)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = collect(child.stdout.take().unwrap());
+        let stderr = collect(child.stderr.take().unwrap());
+        Sandbox {
+            child,
+            dir,
+            stdout,
+            stderr,
+        }
+    }
+
+    fn path(&self, file: &str) -> PathBuf {
+        self.dir.path().join(file)
+    }
+
+    fn stdout(&self) -> String {
+        self.stdout.lock().unwrap().join("\n")
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().join("\n")
+    }
+
+    /// Waits for DIR/ready, failing early (with the output) if the sandbox exits.
+    async fn wait_ready(&mut self) {
+        let ready = self.path("ready");
+        let start = std::time::Instant::now();
+        while !ready.exists() {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!(
+                    "the sandbox exited ({status}) before it was ready\n--- stdout\n{}\n--- stderr\n{}",
+                    self.stdout(),
+                    self.stderr()
+                );
+            }
+            assert!(
+                start.elapsed() < UP,
+                "no {} after {UP:?}\n--- stdout\n{}\n--- stderr\n{}",
+                ready.display(),
+                self.stdout(),
+                self.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The demo's closing line (it is printed before DIR/ready is written).
+    fn summary(&self) -> String {
+        let out = self.stdout.lock().unwrap();
+        out.iter()
+            .find(|l| l.starts_with("preemptions: "))
+            .cloned()
+            .unwrap_or_else(|| panic!("no summary line in\n{}", out.join("\n")))
+    }
+
+    /// The sandbox's children: processes whose command line names its directory.
+    fn controllers(&self) -> Vec<u32> {
+        processes_mentioning(self.dir.path())
+            .into_iter()
+            .filter(|pid| *pid != self.child.id())
+            .collect()
+    }
+
+    /// SIGTERM, then the exit status once the sandbox has stopped (deadline 20 s).
+    async fn terminate(&mut self) -> ExitStatus {
+        signal(&self.child, "-TERM");
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                // The readers end with the pipes; give them a moment to take the last lines.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                return status;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the sandbox did not stop within 20s of SIGTERM\n{}",
+                self.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn signal(child: &Child, which: &str) {
+    let _ = Command::new("kill")
+        .args([which, &child.id().to_string()])
+        .status();
+}
+
+impl Drop for Sandbox {
+    /// A failed assertion must not leave a sandbox (and its controllers) running: SIGTERM
+    /// lets it stop its children; SIGKILL if it does not within 10 s.
+    fn drop(&mut self) {
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return;
+        }
+        signal(&self.child, "-TERM");
+        let start = std::time::Instant::now();
+        while matches!(self.child.try_wait(), Ok(None)) {
+            if start.elapsed() > Duration::from_secs(10) {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Pids of the processes whose command line contains `dir`.
+fn processes_mentioning(dir: &Path) -> Vec<u32> {
+    let needle = dir.display().to_string();
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if String::from_utf8_lossy(&cmdline).contains(&needle) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Checks that the controllers were running, then that none is left after SIGTERM.
+async fn stop_and_check_no_orphans(mut sandbox: Sandbox, expected_controllers: usize) -> String {
+    let controllers = sandbox.controllers();
+    assert_eq!(
+        controllers.len(),
+        expected_controllers,
+        "baton manager + one baton worker per worker: {controllers:?}"
+    );
+    let status = sandbox.terminate().await;
+    assert!(status.success(), "{}", sandbox.stderr());
+    let left = processes_mentioning(sandbox.dir.path());
+    assert!(left.is_empty(), "controllers left behind: {left:?}");
+    assert!(
+        !sandbox.path("ready").exists(),
+        "ready marker removed on shutdown"
+    );
+    sandbox.stdout()
+}
+
 #[tokio::test]
 async fn sandbox_binary_starts_clusters_writes_kubeconfigs_and_stops_on_sigterm() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_baton-sandbox"))
-        .args(["--workers", "2", "--dir"])
-        .arg(dir.path())
-        .arg("--controllers")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let ready = dir.path().join("ready");
-    wait_until(Duration::from_secs(30), "DIR/ready", || {
-        let ready = ready.clone();
-        async move { ready.exists() }
-    })
-    .await;
+    let _one = ONE_SANDBOX.lock().await;
+    let mut sandbox = Sandbox::start(&["--workers", "2"]);
+    sandbox.wait_ready().await;
 
-    let manager = client_for(&dir.path().join("manager.kubeconfig")).await;
+    let manager = client_for(&sandbox.path("manager.kubeconfig")).await;
     let secrets: Api<Secret> = Api::namespaced(manager.clone(), "baton-system");
     let names: Vec<String> = secrets
         .list(&ListParams::default())
@@ -51,9 +237,19 @@ async fn sandbox_binary_starts_clusters_writes_kubeconfigs_and_stops_on_sigterm(
     assert_eq!(names, ["worker-1-kubeconfig", "worker-2-kubeconfig"]);
     let crds: Api<CustomResourceDefinition> = Api::all(manager.clone());
     assert!(crds.get("workloads.kueue.x-k8s.io").await.is_ok());
+    // Without --controllers, users create the MultiKueueClusters themselves.
+    let clusters: Api<MultiKueueCluster> = Api::all(manager.clone());
+    assert!(
+        clusters
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
 
     for i in 1..=2 {
-        let path = dir.path().join(format!("worker-{i}.kubeconfig"));
+        let path = sandbox.path(&format!("worker-{i}.kubeconfig"));
         let worker = client_for(&path).await;
         let wcrds: Api<CustomResourceDefinition> = Api::all(worker);
         assert!(wcrds.get("workloads.kueue.x-k8s.io").await.is_ok());
@@ -66,44 +262,111 @@ async fn sandbox_binary_starts_clusters_writes_kubeconfigs_and_stops_on_sigterm(
         assert_eq!(from_secret, std::fs::read_to_string(&path).unwrap());
     }
 
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let exit = tokio::task::spawn_blocking(move || {
-        let status = child.wait().unwrap();
-        let mut out = String::new();
-        let mut err = String::new();
-        use std::io::Read;
-        child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
-        (status, out, err)
-    });
-    let (status, stdout, stderr) = tokio::time::timeout(Duration::from_secs(20), exit)
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(status.success(), "{stderr}");
+    let stdout = stop_and_check_no_orphans(sandbox, 0).await;
     assert!(
         stdout.contains("manager.kubeconfig") && stdout.contains("worker-2.kubeconfig"),
         "{stdout}"
     );
+}
+
+#[tokio::test]
+async fn sandbox_with_controllers_runs_an_applied_workload_and_leaves_no_orphans() {
+    let _one = ONE_SANDBOX.lock().await;
+    let mut sandbox = Sandbox::start(&["--workers", "2", "--controllers"]);
+    sandbox.wait_ready().await;
+
+    let manager = client_for(&sandbox.path("manager.kubeconfig")).await;
+    // DIR/ready means the manager reaches every worker.
+    let clusters: Api<MultiKueueCluster> = Api::all(manager.clone());
+    let list = clusters.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(list.len(), 2);
+    for c in &list {
+        let conditions = &c.status.as_ref().unwrap().conditions;
+        assert!(is_condition_true(conditions, "Active"), "{conditions:?}");
+    }
+    // The sample the sandbox prints runs as it is.
+    let sample = std::fs::read_to_string(sandbox.path("workload.yaml")).unwrap();
+    let wl: Workload = serde_saphyr::from_str(&sample).unwrap();
+    let api: Api<Workload> = Api::namespaced(manager, "default");
+    api.create(&PostParams::default(), &wl).await.unwrap();
+    let mut placed = None;
+    let start = std::time::Instant::now();
+    while placed.is_none() {
+        let status = api.get("job-1").await.unwrap().status.unwrap_or_default();
+        if is_condition_true(&status.conditions, "Admitted") {
+            placed = status.cluster_name.clone();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "job-1 not admitted: {status:?}\n{}",
+            std::fs::read_to_string(sandbox.path("manager.log")).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let placed = placed.unwrap();
+    assert!(placed.starts_with("worker-"), "{placed}");
+
+    let stdout = stop_and_check_no_orphans(sandbox, 3).await;
+    assert!(stdout.contains("workload.yaml"), "{stdout}");
+}
+
+/// The README's first command. A summary of 2 clusters means the manager opened a second
+/// gate before the first one's Open state reached its cache: the manager log then shows two
+/// "opened preemption gate" lines tens of milliseconds apart.
+#[tokio::test]
+async fn demo_preempts_on_exactly_one_cluster() {
+    let _one = ONE_SANDBOX.lock().await;
+    let mut sandbox = Sandbox::start(&["--demo"]);
+    sandbox.wait_ready().await;
+    let summary = sandbox.summary();
+    let log = || std::fs::read_to_string(sandbox.path("manager.log")).unwrap_or_default();
     assert!(
-        stderr.contains("--controllers is not available yet"),
-        "{stderr}"
+        summary.starts_with("preemptions: 1 cluster"),
+        "{summary}\n--- stdout\n{}\n--- manager.log\n{}",
+        sandbox.stdout(),
+        log()
     );
-    assert!(!ready.exists(), "ready marker removed on shutdown");
+    let stdout = sandbox.stdout();
+    for expected in [
+        "submitted demo/train-llm (priority 1000, 2 CPUs) on the manager",
+        "dispatched to",
+        "gate opened on",
+        "admitted on the manager: runs on worker-",
+        "export KUBECONFIG=",
+    ] {
+        assert!(stdout.contains(expected), "{expected:?} in\n{stdout}");
+    }
+    if let Some(out) = kubectl(&sandbox.path("manager.kubeconfig"), &["get", "kwl", "-A"]) {
+        let listed = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && listed.contains("train-llm"),
+            "{listed}"
+        );
+    } else {
+        eprintln!("kubectl is not installed: skipped `kubectl get kwl -A`");
+    }
+    stop_and_check_no_orphans(sandbox, 4).await;
+}
+
+#[tokio::test]
+async fn demo_without_orchestration_reports_the_measured_count() {
+    let _one = ONE_SANDBOX.lock().await;
+    let mut sandbox = Sandbox::start(&["--demo", "--no-orchestration"]);
+    sandbox.wait_ready().await;
+    let summary = sandbox.summary();
+    let count: usize = summary
+        .strip_prefix("preemptions: ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {summary:?}"));
+    assert!((1..=3).contains(&count), "{summary}");
+    assert!(summary.ends_with("(with orchestration: 1)"), "{summary}");
+    assert!(
+        sandbox.stdout().contains("(no gate)"),
+        "{}",
+        sandbox.stdout()
+    );
+    stop_and_check_no_orphans(sandbox, 4).await;
 }
 
 #[tokio::test]

@@ -2,7 +2,7 @@
 //! No decision is taken here; every write uses the cached resourceVersion, and a conflict
 //! means "look again" (the next pass re-reads and re-decides).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -48,6 +48,9 @@ impl ReconcileError {
     }
 }
 
+/// A replica whose gate we opened: the resourceVersion the write replaced, and what we wrote.
+pub type OpenedGate = (Option<String>, Workload);
+
 /// The caches and clients the reconciler reads and writes through.
 pub struct Context {
     pub client: Client,
@@ -63,6 +66,11 @@ pub struct Context {
     pub recorder: Recorder,
     /// Workloads with a replica waiting for its gate (for the gauge).
     pub gated: Mutex<HashSet<String>>,
+    /// Gates we opened that the worker caches may not show yet: (cluster, `ns/name`) →
+    /// (the replica's resourceVersion before the write, the written replica). Without it a
+    /// reconcile right after an opening could see the gate still Closed and open a second
+    /// cluster's gate.
+    pub opened: Mutex<HashMap<(String, String), OpenedGate>>,
 }
 
 impl Context {
@@ -102,6 +110,33 @@ impl Context {
         }
     }
 
+    /// The cached replica, or the one we wrote if the cache has not caught up with it yet.
+    fn newest(&self, cluster: &str, cached: &Workload) -> Workload {
+        let id = (cluster.to_string(), workload_key(cached));
+        let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
+        match opened.get(&id) {
+            Some((replaced, written)) if *replaced == cached.resource_version() => written.clone(),
+            Some(_) => {
+                opened.remove(&id);
+                cached.clone()
+            }
+            None => cached.clone(),
+        }
+    }
+
+    /// Remembers a replica we wrote until the cache shows a newer version.
+    fn remember_opened(&self, cluster: &str, before: &Workload, written: Workload) {
+        let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
+        // Entries of replicas deleted before their cache caught up would linger: keep few.
+        if opened.len() > 10_000 {
+            opened.clear();
+        }
+        opened.insert(
+            (cluster.to_string(), workload_key(before)),
+            (before.resource_version(), written),
+        );
+    }
+
     /// The route's clusters (those with a MultiKueueCluster) and our replicas on the connected ones.
     fn observe(
         &self,
@@ -128,7 +163,7 @@ impl Context {
                         .get(&key)
                         .filter(|r| is_ours(r, &self.config.origin))
                     {
-                        replicas.insert(name.clone(), (*replica).clone());
+                        replicas.insert(name.clone(), self.newest(&name, &replica));
                     }
                     views.push(ClusterView {
                         name,
@@ -222,6 +257,10 @@ fn track_gated(
         gated.remove(&key);
     }
     ctx.metrics.workloads_gated.set(gated.len() as i64);
+}
+
+fn workload_key(wl: &Workload) -> String {
+    format!("{}/{}", wl.namespace().unwrap_or_default(), wl.name_any())
 }
 
 fn is_conflict(e: &kube::Error) -> bool {
@@ -387,6 +426,7 @@ async fn execute(
             .await
         {
             Ok(written) => {
+                ctx.remember_opened(&opening.cluster, replica, written.clone());
                 let label = Metrics::cluster(&opening.cluster);
                 ctx.metrics.gates_opened.get_or_create(&label).inc();
                 let delay = (now - opening.signalled_at).to_std().unwrap_or_default();

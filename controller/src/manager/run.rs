@@ -1,6 +1,6 @@
 //! `baton manager`: caches, worker connections, the reconciler and the garbage collector.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,30 +11,40 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Preconditions};
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{Controller, WatchStreamExt, watcher};
-use kube::{Client, Resource, ResourceExt};
-use serde::de::DeserializeOwned;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{Controller, watcher};
+use kube::{Client, ResourceExt};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use super::controller::{Context, error_policy, reconcile};
 use super::kubeconfig::{KubeconfigProblem, vet};
 use super::workers::{Triggers, WorkerPool};
-use crate::config::{Configuration, parse_bind_address};
-use crate::http::{Readiness, serve};
+use crate::config::Configuration;
+use crate::http::{Readiness, serve_operations};
 use crate::metrics::Metrics;
+use crate::watch::{cache, synced};
+use crate::{leader, shutdown};
 
 /// Runs the manager until the process is stopped.
 pub async fn run(client: Client, config: Configuration, namespace: String) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::new());
     let ready = Readiness::default();
-    let addr = parse_bind_address(&config.metrics_bind_address).map_err(anyhow::Error::msg)?;
-    let bound = serve(addr, metrics.clone(), ready.clone()).await?;
-    tracing::info!(%bound, "serving /metrics, /livez and /readyz");
-    if config.leader_election.enabled {
-        tracing::warn!("leader election is not implemented yet: run a single manager replica");
-    }
+    serve_operations(
+        &config.metrics_bind_address,
+        &config.health_probe_bind_address,
+        metrics.clone(),
+        ready.clone(),
+    )
+    .await?;
+    let mut leadership = leader::acquire(
+        client.clone(),
+        &config.leader_election,
+        "baton-manager",
+        &namespace,
+        &ready,
+    )
+    .await?;
 
     let (refs_tx, refs_rx) = mpsc::unbounded_channel::<ObjectRef<Workload>>();
     let (all_tx, all_rx) = mpsc::unbounded_channel::<()>();
@@ -107,6 +117,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
         metrics: metrics.clone(),
         recorder,
         gated: Mutex::new(HashSet::new()),
+        opened: Mutex::new(HashMap::new()),
     });
 
     {
@@ -150,60 +161,28 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
 
     let refs = UnboundedReceiverStream::new(refs_rx);
     let all = UnboundedReceiverStream::new(all_rx);
-    controller
+    // On SIGTERM the controller stops taking work and finishes the reconciles in flight
+    // (no half-applied decisions); then the lease is handed over.
+    let running = controller
         .reconcile_on(refs)
         .reconcile_all_on(all)
-        .shutdown_on_signal()
+        .graceful_shutdown_on(shutdown::requested())
         .run(reconcile, error_policy, context)
         .for_each(|result| async move {
             if let Err(e) = result {
                 tracing::debug!(error = %e, "controller event");
             }
-        })
-        .await;
-    Ok(())
-}
-
-/// Waits until a cache has its first full list. Each wait is bounded and retried: a fresh
-/// wait re-checks the store, so a wake-up lost between the writer and this task cannot stall
-/// readiness (seen with kube-runtime 5 under load).
-pub async fn synced<K>(store: &Store<K>)
-where
-    K: Resource<DynamicType = ()> + Clone + 'static,
-{
-    while let Err(_elapsed) =
-        tokio::time::timeout(Duration::from_millis(200), store.wait_until_ready()).await
-    {}
-}
-
-/// A cache of one kind; every change sends a tick on `changed`.
-fn cache<K>(api: Api<K>, changed: mpsc::UnboundedSender<()>) -> Store<K>
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
-    let (reader, writer) = reflector::store::<K>();
-    let stream = reflector::reflector(
-        writer,
-        watcher(api, watcher::Config::default()).default_backoff(),
-    )
-    .touched_objects();
-    tokio::spawn(async move {
-        futures::pin_mut!(stream);
-        while let Some(item) = stream.next().await {
-            if let Err(e) = item {
-                tracing::debug!(error = %e, "watch error");
-                continue;
-            }
-            let _ = changed.send(());
+        });
+    tokio::select! {
+        _ = running => {}
+        _ = leader::lost(&mut leadership) => {
+            anyhow::bail!("lost the leader Lease; stopping so that the new leader acts alone");
         }
-    });
-    reader
+    }
+    if let Some(leadership) = leadership {
+        leadership.release().await;
+    }
+    Ok(())
 }
 
 /// Brings the worker connections in line with the MultiKueueCluster objects.

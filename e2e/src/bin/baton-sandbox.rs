@@ -1,9 +1,19 @@
 //! `baton-sandbox`: the local multi-cluster sandbox on the testbed (DESIGN.md §7).
 
 use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
+use baton_e2e::demo::controllers::Controllers;
+use baton_e2e::demo::scenario::{self, Outcome};
+use baton_e2e::demo::shutdown::Shutdown;
+use baton_e2e::demo::style::Console;
+use baton_e2e::demo::{binary, guide, ready, setup};
 use baton_e2e::harness::sandbox::Sandbox;
 use clap::Parser;
+
+/// How long the controllers may take to connect and sync.
+const CONTROLLERS_DEADLINE: Duration = Duration::from_secs(30);
 
 #[derive(Parser, Debug)]
 #[command(
@@ -14,19 +24,20 @@ struct Args {
     /// Number of worker clusters.
     #[arg(long, default_value_t = 3)]
     workers: usize,
-    /// Directory for kubeconfigs and the `ready` marker.
+    /// Directory for kubeconfigs, controller configurations and logs, and the `ready` marker.
     #[arg(long)]
     dir: PathBuf,
     /// Manager port (workers use the following ports); 0 picks free ports.
     #[arg(long, default_value_t = 0)]
     port: u16,
-    /// Also run `baton manager` and one `baton worker` per worker cluster (not available yet).
+    /// Also run `baton manager` and one `baton worker` per worker cluster, with the Kueue
+    /// objects that route Workloads (LocalQueue `user-queue` in namespaces default and demo).
     #[arg(long)]
     controllers: bool,
-    /// Play the KEP-8303 scenario; implies --controllers (not available yet).
+    /// Play the KEP-8303 scenario and print its timeline; implies --controllers.
     #[arg(long)]
     demo: bool,
-    /// Run without orchestrated preemption (not available yet).
+    /// Run the manager with orchestratedPreemption: false (plain MultiKueue, no gates).
     #[arg(long)]
     no_orchestration: bool,
     /// Log format: plain or json.
@@ -35,24 +46,133 @@ struct Args {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> ExitCode {
     let args = Args::parse();
     baton_e2e::harness::init_logging(&args.log_format);
-    for (flag, set) in [
-        ("--controllers", args.controllers),
-        ("--demo", args.demo),
-        ("--no-orchestration", args.no_orchestration),
-    ] {
-        if set {
-            eprintln!("baton-sandbox: {flag} is not available yet; starting the clusters only");
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("baton-sandbox: {e:#}");
+            ExitCode::FAILURE
         }
     }
-    let sandbox = Sandbox::start(args.workers, &args.dir, args.port).await?;
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let mut shutdown = Shutdown::register()?;
+    let with_controllers = args.controllers || args.demo;
+    let orchestrated = !args.no_orchestration;
+    anyhow::ensure!(
+        !args.demo || args.workers > 0,
+        "--demo needs at least one worker"
+    );
+    if args.no_orchestration && !with_controllers {
+        eprintln!("baton-sandbox: --no-orchestration only matters with --controllers or --demo");
+    }
+    // Before any cluster starts: a missing binary is the most likely mistake.
+    let baton = if with_controllers {
+        let path = binary::locate()?;
+        if let Some(warning) = binary::staleness_warning(&path) {
+            eprintln!("baton-sandbox: {warning}");
+        }
+        Some(path)
+    } else {
+        None
+    };
+    let console = Console::detect();
+    let sandbox = Sandbox::start_clusters(args.workers, &args.dir, args.port).await?;
     print!("{}", sandbox.describe());
-    println!("Press Ctrl-C to stop.");
+
+    let mut controllers = None;
+    if let Some(baton) = baton {
+        setup::install(&sandbox)?;
+        setup::write_sample(&args.dir)?;
+        console.line(&format!(
+            "Starting baton manager and {} baton worker{} (logs in {}).",
+            args.workers,
+            if args.workers == 1 { "" } else { "s" },
+            args.dir.display()
+        ));
+        let started = controllers.insert(Controllers::start(&baton, &sandbox, orchestrated)?);
+        let brought_up = tokio::select! {
+            result = bring_up(&sandbox, started, args.demo, orchestrated, &console) => Some(result),
+            () = shutdown.requested() => None,
+        };
+        match brought_up {
+            Some(Ok(outcome)) => {
+                let lines = match outcome {
+                    Some(o) => guide::look_around(
+                        &args.dir,
+                        args.workers,
+                        &o.placed,
+                        &scenario::preemptor(),
+                    ),
+                    None => guide::try_it(&args.dir, args.workers),
+                };
+                sandbox.mark_ready()?;
+                for line in lines {
+                    console.line(&line);
+                }
+            }
+            Some(Err(e)) => {
+                stop(controllers.as_mut(), &sandbox).await;
+                return Err(e);
+            }
+            None => {
+                stop(controllers.as_mut(), &sandbox).await;
+                console.line("Sandbox stopped.");
+                return Ok(());
+            }
+        }
+    } else {
+        sandbox.mark_ready()?;
+        console.line("Press Ctrl-C to stop.");
+    }
     tracing::info!(workers = args.workers, dir = %args.dir.display(), "sandbox ready");
-    baton_e2e::harness::wait_for_shutdown_signal().await?;
-    sandbox.stop().await;
-    println!("Sandbox stopped.");
+
+    loop {
+        tokio::select! {
+            () = shutdown.requested() => break,
+            () = tokio::time::sleep(Duration::from_secs(1)) => {
+                // A controller that dies is worth saying; the clusters stay up to look at.
+                if let Some(exited) = controllers.as_mut().and_then(Controllers::exited) {
+                    eprintln!("baton-sandbox: {exited}");
+                }
+            }
+        }
+    }
+    stop(controllers.as_mut(), &sandbox).await;
+    console.line("Sandbox stopped.");
     Ok(())
+}
+
+/// Waits for the controllers, then plays the demo when asked.
+async fn bring_up(
+    sandbox: &Sandbox,
+    controllers: &mut Controllers,
+    demo: bool,
+    orchestrated: bool,
+    console: &Console,
+) -> anyhow::Result<Option<Outcome>> {
+    let start = Instant::now();
+    ready::wait(sandbox, controllers, CONTROLLERS_DEADLINE).await?;
+    console.line(&format!(
+        "Controllers ready ({:.1}s): every MultiKueueCluster is Active.",
+        start.elapsed().as_secs_f64()
+    ));
+    if !demo {
+        return Ok(None);
+    }
+    console.line("");
+    let outcome = scenario::play(sandbox, orchestrated, console).await?;
+    console.line("");
+    Ok(Some(outcome))
+}
+
+/// Controllers first (they would only log errors about vanished clusters), then clusters.
+async fn stop(controllers: Option<&mut Controllers>, sandbox: &Sandbox) {
+    if let Some(controllers) = controllers {
+        controllers.stop().await;
+    }
+    sandbox.stop().await;
 }

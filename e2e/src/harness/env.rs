@@ -31,6 +31,12 @@ pub enum EnvError {
     Api(#[from] kube::Error),
     #[error("cannot write kubeconfig: {0}")]
     Io(#[from] std::io::Error),
+    #[error("ServiceAccount {namespace}/{name}: {message}")]
+    ServiceAccount {
+        namespace: String,
+        name: String,
+        message: String,
+    },
 }
 
 /// One cluster of the environment.
@@ -58,7 +64,8 @@ pub struct Env {
     cleaned: bool,
 }
 
-async fn client_for(path: &Path) -> Result<kube::Client, EnvError> {
+/// A kube-rs client from a kubeconfig file (its current context).
+pub async fn client_for(path: &Path) -> Result<kube::Client, EnvError> {
     let err = |message: String| EnvError::Kubeconfig {
         path: path.display().to_string(),
         message,

@@ -1,9 +1,11 @@
 //! The e2e harness: clusters for a suite, either started on the testbed or taken from real
-//! kubeconfigs, plus helpers to wait on conditions.
+//! kubeconfigs, ServiceAccount kubeconfigs for RBAC tests, plus helpers to wait on
+//! conditions.
 
 pub mod env;
 pub mod fixtures;
 pub mod sandbox;
+pub mod service_account;
 
 /// The API `Status` inside a kube-rs error, if the server answered with one.
 pub fn status_of(e: &kube::Error) -> Option<&kube::core::Status> {

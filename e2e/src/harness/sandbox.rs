@@ -46,6 +46,18 @@ impl Sandbox {
     /// (`ready` last). `base_port` 0 picks free ports; otherwise the manager listens on it and
     /// worker i on `base_port + i`.
     pub async fn start(workers: usize, dir: &Path, base_port: u16) -> Result<Self, SandboxError> {
+        let sandbox = Self::start_clusters(workers, dir, base_port).await?;
+        sandbox.mark_ready()?;
+        Ok(sandbox)
+    }
+
+    /// Like [`Sandbox::start`], without the `ready` marker: for callers that bring up more
+    /// (the controllers) before calling [`Sandbox::mark_ready`].
+    pub async fn start_clusters(
+        workers: usize,
+        dir: &Path,
+        base_port: u16,
+    ) -> Result<Self, SandboxError> {
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         let ready = dir.join("ready");
         if ready.exists() {
@@ -94,12 +106,17 @@ impl Sandbox {
             )?;
             started.push(worker);
         }
-        std::fs::write(&ready, "ready\n").map_err(io_err(&ready))?;
         Ok(Self {
             dir: dir.to_path_buf(),
             manager,
             workers: started,
         })
+    }
+
+    /// Writes `DIR/ready`: everything the caller wanted up is up.
+    pub fn mark_ready(&self) -> Result<(), SandboxError> {
+        let ready = self.dir.join("ready");
+        std::fs::write(&ready, "ready\n").map_err(io_err(&ready))
     }
 
     /// What to tell the user: each cluster's kubeconfig and how to use it.

@@ -21,6 +21,34 @@ fn age() -> Column {
     col("Age", "date", ".metadata.creationTimestamp")
 }
 
+/// A column `kubectl get -o wide` adds.
+fn wide(name: &str, type_: &str, json_path: &str) -> Column {
+    Column {
+        priority: 1,
+        ..col(name, type_, json_path)
+    }
+}
+
+/// The only column of kinds kube-apiserver prints with its default table convertor.
+fn created_at() -> Vec<Column> {
+    vec![col(
+        "Created At",
+        "date",
+        "#time(.metadata.creationTimestamp)",
+    )]
+}
+
+/// Columns of RoleBindings and ClusterRoleBindings.
+fn binding_columns() -> Vec<Column> {
+    vec![
+        col("Role", "string", "#roleref()"),
+        age(),
+        wide("Users", "string", "#subjects(User)"),
+        wide("Groups", "string", "#subjects(Group)"),
+        wide("ServiceAccounts", "string", "#subjects(ServiceAccount)"),
+    ]
+}
+
 struct Def {
     group: &'static str,
     version: &'static str,
@@ -171,11 +199,160 @@ pub fn builtin_types() -> Vec<ResourceType> {
             generation: true,
             builtin: Builtin::CustomResourceDefinition,
             table: "apiextensions.k8s.io/customresourcedefinitions",
-            columns: vec![col(
-                "Created At",
-                "date",
-                "#time(.metadata.creationTimestamp)",
-            )],
+            columns: created_at(),
+        },
+        Def {
+            group: "",
+            version: "v1",
+            kind: "ServiceAccount",
+            plural: "serviceaccounts",
+            namespaced: true,
+            short: &["sa"],
+            status: false,
+            generation: false,
+            builtin: Builtin::ServiceAccount,
+            table: "/serviceaccounts",
+            columns: vec![col("Secrets", "integer", "#count(.secrets)"), age()],
+        },
+        Def {
+            group: "",
+            version: "v1",
+            kind: "Service",
+            plural: "services",
+            namespaced: true,
+            short: &["svc"],
+            status: true,
+            generation: false,
+            builtin: Builtin::Service,
+            table: "/services",
+            columns: vec![
+                col("Type", "string", ".spec.type"),
+                col("Cluster-IP", "string", "#none(.spec.clusterIP)"),
+                col("External-IP", "string", "#none(.spec.externalIPs)"),
+                col("Port(s)", "string", "#ports()"),
+                age(),
+                wide("Selector", "string", "#pairs(.spec.selector)"),
+            ],
+        },
+        Def {
+            group: "apps",
+            version: "v1",
+            kind: "Deployment",
+            plural: "deployments",
+            namespaced: true,
+            short: &["deploy"],
+            status: true,
+            generation: true,
+            builtin: Builtin::Deployment,
+            table: "apps/deployments",
+            columns: vec![
+                col("Ready", "string", "#ready()"),
+                col("Up-to-date", "integer", "#int(.status.updatedReplicas)"),
+                col("Available", "integer", "#int(.status.availableReplicas)"),
+                age(),
+                wide(
+                    "Containers",
+                    "string",
+                    ".spec.template.spec.containers[*].name",
+                ),
+                wide(
+                    "Images",
+                    "string",
+                    ".spec.template.spec.containers[*].image",
+                ),
+                wide("Selector", "string", "#pairs(.spec.selector.matchLabels)"),
+            ],
+        },
+        Def {
+            group: "rbac.authorization.k8s.io",
+            version: "v1",
+            kind: "Role",
+            plural: "roles",
+            namespaced: true,
+            short: &[],
+            status: false,
+            generation: false,
+            builtin: Builtin::Role,
+            table: "rbac.authorization.k8s.io/roles",
+            columns: created_at(),
+        },
+        Def {
+            group: "rbac.authorization.k8s.io",
+            version: "v1",
+            kind: "ClusterRole",
+            plural: "clusterroles",
+            namespaced: false,
+            short: &[],
+            status: false,
+            generation: false,
+            builtin: Builtin::ClusterRole,
+            table: "rbac.authorization.k8s.io/clusterroles",
+            columns: created_at(),
+        },
+        Def {
+            group: "rbac.authorization.k8s.io",
+            version: "v1",
+            kind: "RoleBinding",
+            plural: "rolebindings",
+            namespaced: true,
+            short: &[],
+            status: false,
+            generation: false,
+            builtin: Builtin::RoleBinding,
+            table: "rbac.authorization.k8s.io/rolebindings",
+            columns: binding_columns(),
+        },
+        Def {
+            group: "rbac.authorization.k8s.io",
+            version: "v1",
+            kind: "ClusterRoleBinding",
+            plural: "clusterrolebindings",
+            namespaced: false,
+            short: &[],
+            status: false,
+            generation: false,
+            builtin: Builtin::ClusterRoleBinding,
+            table: "rbac.authorization.k8s.io/clusterrolebindings",
+            columns: binding_columns(),
+        },
+        Def {
+            group: "authorization.k8s.io",
+            version: "v1",
+            kind: "SelfSubjectAccessReview",
+            plural: "selfsubjectaccessreviews",
+            namespaced: false,
+            short: &[],
+            status: false,
+            generation: false,
+            builtin: Builtin::SelfSubjectAccessReview,
+            table: "authorization.k8s.io/selfsubjectaccessreviews",
+            columns: Vec::new(),
+        },
+        Def {
+            group: "authorization.k8s.io",
+            version: "v1",
+            kind: "SelfSubjectRulesReview",
+            plural: "selfsubjectrulesreviews",
+            namespaced: false,
+            short: &[],
+            status: false,
+            generation: false,
+            builtin: Builtin::SelfSubjectRulesReview,
+            table: "authorization.k8s.io/selfsubjectrulesreviews",
+            columns: Vec::new(),
+        },
+        Def {
+            group: "authentication.k8s.io",
+            version: "v1",
+            kind: "SelfSubjectReview",
+            plural: "selfsubjectreviews",
+            namespaced: false,
+            short: &[],
+            status: false,
+            generation: false,
+            builtin: Builtin::SelfSubjectReview,
+            table: "authentication.k8s.io/selfsubjectreviews",
+            columns: Vec::new(),
         },
     ];
     defs.into_iter()

@@ -4,6 +4,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::faults::Faults;
+use super::rbac::PolicyCache;
 use super::store::Store;
 
 /// Tunables of one cluster.
@@ -40,6 +41,8 @@ pub struct ClusterState {
     pub faults: Faults,
     /// Bumped to end every open watch (as an API server restart does).
     pub watch_epoch: tokio::sync::watch::Sender<u64>,
+    /// The compiled RBAC policy (only service-account and impersonated requests use it).
+    pub rbac: PolicyCache,
 }
 
 impl ClusterState {
@@ -50,6 +53,7 @@ impl ClusterState {
             options,
             faults: Faults::default(),
             watch_epoch,
+            rbac: PolicyCache::default(),
         }
     }
 

@@ -9,15 +9,17 @@ use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
+use super::auth::{self, UserInfo};
 use super::cluster::ClusterState;
 use super::error::{ApiError, ApiResult};
 use super::list::{self, ListQuery};
 use super::managed::{self, Operation};
 use super::ops::{self, DeleteOpts, WriteOpts};
 use super::patch::{self, PatchType};
+use super::rbac::{self, Attributes};
 use super::resource::{Builtin, ResourceType};
 use super::validation::FieldValidation;
-use super::{discovery, openapi, table, watch};
+use super::{discovery, openapi, reviews, table, watch};
 
 /// The largest request body accepted (kube-apiserver allows 3 MiB objects).
 const MAX_BODY: usize = 3 * 1024 * 1024 + 64 * 1024;
@@ -112,9 +114,52 @@ pub async fn handle(State(cluster): State<Arc<ClusterState>>, req: Request) -> R
     if let Err(e) = cluster.faults.before_request(is_write).await {
         return e.into_response();
     }
-    match dispatch(cluster, req).await {
+    let user = match auth::authenticate(&cluster, req.headers()) {
+        Ok(user) => user,
+        Err(e) => return e.into_response(),
+    };
+    match dispatch(cluster, req, user).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
+    }
+}
+
+/// The path without the deprecated `/watch/` segment (`/api/v1/watch/namespaces/n/secrets`),
+/// when it has one.
+fn without_watch_segment(path: &str) -> Option<String> {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let at = match segs.as_slice() {
+        ["api", _, "watch", _, ..] => 2,
+        ["apis", _, _, "watch", _, ..] => 3,
+        _ => return None,
+    };
+    let kept: Vec<&str> = segs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != at)
+        .map(|(_, s)| *s)
+        .collect();
+    Some(format!("/{}", kept.join("/")))
+}
+
+/// Checks that a user (not the administrator) may make this request.
+fn authorize(
+    cluster: &ClusterState,
+    user: &UserInfo,
+    method: &Method,
+    path: &str,
+    route: &Route,
+    params: &Params,
+) -> ApiResult<()> {
+    let a = match route {
+        Route::Resource(t) => Attributes::for_resource(method, t, params),
+        _ => Attributes::for_path(method, path),
+    };
+    let d = rbac::authorize(cluster, user, &a);
+    if d.allowed {
+        Ok(())
+    } else {
+        Err(rbac::forbidden(user, &a, &d.reason))
     }
 }
 
@@ -141,12 +186,47 @@ fn value_response(status: StatusCode, v: &Value, warnings: &[String]) -> Respons
 /// The query string as a map (last value wins).
 pub type Params = HashMap<String, String>;
 
-async fn dispatch(cluster: Arc<ClusterState>, req: Request) -> ApiResult<Response> {
+async fn dispatch(
+    cluster: Arc<ClusterState>,
+    req: Request,
+    user: Option<UserInfo>,
+) -> ApiResult<Response> {
     let (parts, body) = req.into_parts();
-    let params: Params = Query::<Params>::try_from_uri(&parts.uri)
+    let mut params: Params = Query::<Params>::try_from_uri(&parts.uri)
         .map(|q| q.0)
         .unwrap_or_default();
-    let route = parse_route(parts.uri.path()).ok_or_else(ApiError::not_found_path)?;
+    let watch_path = without_watch_segment(parts.uri.path());
+    let mut route = match &watch_path {
+        Some(path) => {
+            params.insert("watch".into(), "true".into());
+            parse_route(path)
+        }
+        None => parse_route(parts.uri.path()),
+    }
+    .ok_or_else(ApiError::not_found_path)?;
+    // `/watch/.../name` watches one object: a collection watch of that name.
+    if watch_path.is_some()
+        && let Route::Resource(t) = &mut route
+        && t.sub.is_none()
+        && let Some(name) = t.name.take()
+    {
+        let one = format!("metadata.name={name}");
+        let fields = match params.get("fieldSelector").filter(|f| !f.is_empty()) {
+            Some(f) => format!("{f},{one}"),
+            None => one,
+        };
+        params.insert("fieldSelector".into(), fields);
+    }
+    if let Some(u) = &user {
+        authorize(
+            &cluster,
+            u,
+            &parts.method,
+            parts.uri.path(),
+            &route,
+            &params,
+        )?;
+    }
     let host = parts
         .headers
         .get(header::HOST)
@@ -196,7 +276,13 @@ async fn dispatch(cluster: Arc<ClusterState>, req: Request) -> ApiResult<Respons
                     format!("request body too large or unreadable: {e}"),
                 )
             })?;
-            resource(cluster, parts.method, parts.headers, params, target, body).await
+            let request = Call {
+                method: parts.method,
+                headers: parts.headers,
+                params,
+                user,
+            };
+            resource(cluster, request, target, body).await
         }
     }
 }
@@ -251,15 +337,37 @@ fn parse_body(body: &Bytes) -> ApiResult<Value> {
     Ok(v)
 }
 
-async fn resource(
-    cluster: Arc<ClusterState>,
+/// What a resource handler needs of the request besides its path and body.
+struct Call {
     method: Method,
     headers: HeaderMap,
     params: Params,
+    /// None for the administrator.
+    user: Option<UserInfo>,
+}
+
+async fn resource(
+    cluster: Arc<ClusterState>,
+    request: Call,
     t: Target,
     body: Bytes,
 ) -> ApiResult<Response> {
+    let Call {
+        method,
+        headers,
+        params,
+        user,
+    } = request;
     let rt = resolve(&cluster, &t)?;
+    if rt.builtin.is_some_and(Builtin::is_review) {
+        if method != Method::POST || t.name.is_some() {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource ({method})"
+            )));
+        }
+        let v = reviews::create(&cluster, user.as_ref(), &rt, &parse_body(&body)?)?;
+        return Ok(json_response(StatusCode::CREATED, v.to_string()));
+    }
     let ns = t.namespace.clone().unwrap_or_default();
     let mode = table::render_mode(&headers);
     match (&method, &t.name) {
@@ -583,5 +691,19 @@ mod tests {
             }),
             Some("status".into())
         );
+    }
+
+    #[test]
+    fn watch_segments() {
+        assert_eq!(
+            without_watch_segment("/api/v1/watch/namespaces/n/secrets").as_deref(),
+            Some("/api/v1/namespaces/n/secrets")
+        );
+        assert_eq!(
+            without_watch_segment("/apis/g/v1/watch/widgets").as_deref(),
+            Some("/apis/g/v1/widgets")
+        );
+        assert_eq!(without_watch_segment("/api/v1/namespaces/watch"), None);
+        assert_eq!(without_watch_segment("/apis/g/v1/watch"), None);
     }
 }

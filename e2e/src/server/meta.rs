@@ -80,6 +80,18 @@ pub fn check_label(field: &str, name: &str) -> Option<Cause> {
     })
 }
 
+/// Validates a name that only has to be a URL path segment (RBAC kinds).
+pub fn check_path_segment(field: &str, name: &str) -> Option<Cause> {
+    let detail = if name == "." || name == ".." {
+        format!("may not be '{name}'")
+    } else if let Some(c) = ['/', '%'].into_iter().find(|c| name.contains(*c)) {
+        format!("may not contain '{c}'")
+    } else {
+        return None;
+    };
+    Some(invalid_value(field, &Value::String(name.into()), &detail))
+}
+
 /// Borrow `metadata` as an object, creating it if absent or malformed.
 /// `obj` must be a JSON object (request bodies are checked for that on entry).
 pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {

@@ -3,11 +3,17 @@
 //!
 //! One file per job: `store` (objects, resourceVersion, history), `ops` (create/update/delete
 //! semantics), `watch`, `list`, `selector`, `patch`, `managed` (field ownership and
-//! server-side apply), `validation` and `crd` (admission), `discovery`, `openapi`, `table`,
-//! `events` (the two event groups), `faults`, `kubeconfig`, `handlers` (HTTP routing).
+//! server-side apply), `validation`, `apps` and `crd` (admission), `discovery`, `openapi`,
+//! `table` and `table_cells`, `events` (the two event groups), `faults`, `kubeconfig`,
+//! `handlers` (HTTP routing), `tls` (the HTTPS side of each port), `auth` (who a request
+//! is: tokens, impersonation), `rbac` (what they may do), `reviews` (SelfSubjectAccessReview
+//! and friends), `controllers` (token Secrets and aggregated ClusterRoles, after each commit).
 
+pub mod apps;
+pub mod auth;
 pub mod builtin;
 pub mod cluster;
+pub mod controllers;
 pub mod crd;
 pub mod discovery;
 pub mod error;
@@ -22,10 +28,14 @@ pub mod openapi;
 pub mod ops;
 pub mod patch;
 pub mod protobuf;
+pub mod rbac;
 pub mod resource;
+pub mod reviews;
 pub mod selector;
 pub mod store;
 pub mod table;
+pub mod table_cells;
+pub mod tls;
 pub mod validation;
 pub mod watch;
 
@@ -37,7 +47,7 @@ use axum::Router;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use serde_json::Value;
-use tokio::net::{TcpListener, TcpSocket};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{Mutex, watch as tokio_watch};
 use tokio::task::JoinHandle;
 
@@ -123,6 +133,18 @@ impl TestCluster {
 
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The same server over TLS (same port), for clients that send credentials: kubectl
+    /// sends bearer tokens only to `https://` servers. Trust [`tls::CA_PEM`].
+    pub fn https_url(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+
+    /// A kubeconfig that authenticates with a bearer `token` (a ServiceAccount's) over TLS,
+    /// with `namespace` as its default namespace.
+    pub fn token_kubeconfig(&self, token: &str, namespace: &str) -> String {
+        kubeconfig::render_token(self.name(), &self.https_url(), token, namespace)
     }
 
     pub fn state(&self) -> &Arc<ClusterState> {
@@ -287,19 +309,40 @@ impl Drop for TestCluster {
     }
 }
 
-/// The namespaces every cluster starts with.
+/// The namespaces every cluster starts with, and the `cluster-admin` ClusterRole (so tests
+/// and charts can bind to it as on a real cluster).
 fn bootstrap(state: &ClusterState) {
     let mut store = state.store();
-    let Some(rt) = store.registry.get("", "v1", "namespaces") else {
-        return;
+    let opts = ops::WriteOpts {
+        manager: "baton-testbed".into(),
+        ..ops::WriteOpts::default()
     };
-    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-        let obj =
-            serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-        let opts = ops::WriteOpts {
-            manager: "baton-testbed".into(),
-            ..ops::WriteOpts::default()
-        };
+    if let Some(rt) = store.registry.get("", "v1", "namespaces") {
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            let obj = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            let _ = ops::create(
+                &mut store,
+                &rt,
+                None,
+                obj,
+                &opts,
+                managed::Operation::Update,
+            );
+        }
+    }
+    if let Some(rt) = store
+        .registry
+        .get("rbac.authorization.k8s.io", "v1", "clusterroles")
+    {
+        let obj = serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "cluster-admin", "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"}},
+            "rules": [
+                {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+                {"nonResourceURLs": ["*"], "verbs": ["*"]},
+            ],
+        });
         let _ = ops::create(
             &mut store,
             &rt,
@@ -315,6 +358,25 @@ fn router(state: Arc<ClusterState>) -> Router {
     Router::new().fallback(handlers::handle).with_state(state)
 }
 
+/// Serves one connection, over TLS if its first byte opens a handshake.
+async fn serve_connection(stream: TcpStream, app: Router) {
+    let service = TowerToHyperService::new(app);
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.keep_alive(true);
+    let mut first = [0u8; 1];
+    let is_tls = matches!(stream.peek(&mut first).await, Ok(1) if first[0] == tls::HANDSHAKE);
+    if !is_tls {
+        let _ = http.serve_connection(TokioIo::new(stream), service).await;
+        return;
+    }
+    let Some(acceptor) = tls::acceptor() else {
+        return;
+    };
+    if let Ok(stream) = acceptor.accept(stream).await {
+        let _ = http.serve_connection(TokioIo::new(stream), service).await;
+    }
+}
+
 fn spawn_server(listener: TcpListener, state: Arc<ClusterState>) -> Serving {
     let (shutdown, rx) = tokio_watch::channel(false);
     let app = router(state);
@@ -325,14 +387,11 @@ fn spawn_server(listener: TcpListener, state: Arc<ClusterState>) -> Serving {
                 accepted = listener.accept() => {
                     let Ok((stream, _)) = accepted else { continue };
                     let _ = stream.set_nodelay(true);
-                    let service = TowerToHyperService::new(app.clone());
+                    let app = app.clone();
                     let mut conn_stop = rx.clone();
                     tokio::spawn(async move {
-                        let conn = hyper::server::conn::http1::Builder::new()
-                            .keep_alive(true)
-                            .serve_connection(TokioIo::new(stream), service);
                         tokio::select! {
-                            _ = conn => {}
+                            _ = serve_connection(stream, app) => {}
                             _ = conn_stop.wait_for(|s| *s) => {}
                         }
                     });

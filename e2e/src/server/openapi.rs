@@ -2,9 +2,9 @@
 //! server-side field validation). Built-in schemas come from k8s-openapi; custom resources
 //! use their CRD's schema with `metadata` referring to ObjectMeta.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use serde_json::{Map, Value, json};
 
@@ -24,10 +24,16 @@ fn def_name<T: schemars::JsonSchema>() -> String {
 }
 
 static BUILTIN: LazyLock<BuiltinDefs> = LazyLock::new(|| {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+    use k8s_openapi::api::authorization::v1::{SelfSubjectAccessReview, SelfSubjectRulesReview};
     use k8s_openapi::api::coordination::v1::Lease;
-    use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Secret};
+    use k8s_openapi::api::core::v1::{
+        ConfigMap, Event, Namespace, Secret, Service, ServiceAccount,
+    };
     use k8s_openapi::api::events::v1::Event as EventV1;
     use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
     use k8s_openapi::api::scheduling::v1::PriorityClass;
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -49,6 +55,16 @@ static BUILTIN: LazyLock<BuiltinDefs> = LazyLock::new(|| {
     add!("PriorityClass", PriorityClass);
     add!("PodDisruptionBudget", PodDisruptionBudget);
     add!("CustomResourceDefinition", CustomResourceDefinition);
+    add!("core/ServiceAccount", ServiceAccount);
+    add!("core/Service", Service);
+    add!("Deployment", Deployment);
+    add!("Role", Role);
+    add!("ClusterRole", ClusterRole);
+    add!("RoleBinding", RoleBinding);
+    add!("ClusterRoleBinding", ClusterRoleBinding);
+    add!("SelfSubjectAccessReview", SelfSubjectAccessReview);
+    add!("SelfSubjectRulesReview", SelfSubjectRulesReview);
+    add!("SelfSubjectReview", SelfSubjectReview);
     generator.subschema_for::<ObjectMeta>();
     let defs = generator.take_definitions(true);
     BuiltinDefs { defs, names }
@@ -65,6 +81,16 @@ fn builtin_key(b: Builtin) -> &'static str {
         Builtin::PriorityClass => "PriorityClass",
         Builtin::PodDisruptionBudget => "PodDisruptionBudget",
         Builtin::CustomResourceDefinition => "CustomResourceDefinition",
+        Builtin::ServiceAccount => "core/ServiceAccount",
+        Builtin::Service => "core/Service",
+        Builtin::Deployment => "Deployment",
+        Builtin::Role => "Role",
+        Builtin::ClusterRole => "ClusterRole",
+        Builtin::RoleBinding => "RoleBinding",
+        Builtin::ClusterRoleBinding => "ClusterRoleBinding",
+        Builtin::SelfSubjectAccessReview => "SelfSubjectAccessReview",
+        Builtin::SelfSubjectRulesReview => "SelfSubjectRulesReview",
+        Builtin::SelfSubjectReview => "SelfSubjectReview",
     }
 }
 
@@ -136,6 +162,9 @@ fn paths_for(rt: &ResourceType, def: &str) -> Vec<(String, Value)> {
         format!("{prefix}/{}", rt.plural)
     };
     let write = ["dryRun", "fieldManager", "fieldValidation"];
+    if rt.builtin.is_some_and(Builtin::is_review) {
+        return vec![(base, json!({"post": operation(rt, "post", def, &write)}))];
+    }
     let patch = ["dryRun", "fieldManager", "fieldValidation", "force"];
     let mut out = vec![
         (
@@ -165,16 +194,58 @@ pub fn group_version(registry: &Registry, group: &str, version: &str) -> Option<
     if types.is_empty() {
         return None;
     }
+    match cached(&types, group, version) {
+        Some((doc, _)) => Some(doc.clone()),
+        None => Some(build(&types)),
+    }
+}
+
+/// The document and hash of a group/version only built-in kinds serve: those never change,
+/// so they are built once (kubectl asks for the index, with every hash, on each apply).
+fn cached(
+    types: &[Arc<ResourceType>],
+    group: &str,
+    version: &str,
+) -> Option<&'static (Value, String)> {
+    static DOCS: LazyLock<BTreeMap<(String, String), (Value, String)>> = LazyLock::new(|| {
+        let registry = Registry::with_builtins();
+        let mut docs = BTreeMap::new();
+        for (group, versions) in registry.groups() {
+            for version in versions {
+                let doc = build(&registry.in_group_version(&group, &version));
+                let hash = hash_of(&doc);
+                docs.insert((group.clone(), version), (doc, hash));
+            }
+        }
+        docs
+    });
+    if !types.iter().all(|t| t.builtin.is_some()) {
+        return None;
+    }
+    DOCS.get(&(group.to_string(), version.to_string()))
+}
+
+fn hash_of(doc: &Value) -> String {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    doc.to_string().hash(&mut hasher);
+    format!("{:016X}", hasher.finish())
+}
+
+fn build(types: &[Arc<ResourceType>]) -> Value {
     let mut schemas = Map::new();
-    // Shared definitions (ObjectMeta and what it references).
-    let kinds: Vec<&String> = BUILTIN.names.values().collect();
-    for (k, v) in &BUILTIN.defs {
-        if !kinds.contains(&k) {
-            schemas.insert(k.clone(), v.clone());
+    // The definitions the served kinds reference (ObjectMeta for custom resources), and
+    // what those reference in turn; nothing else, so each document stays small.
+    let roots = types.iter().map(|rt| match rt.builtin {
+        Some(_) => schema_name(rt),
+        None => OBJECT_META.to_string(),
+    });
+    for name in referenced(roots) {
+        if let Some(def) = BUILTIN.defs.get(&name) {
+            schemas.insert(name, def.clone());
         }
     }
     let mut paths = Map::new();
-    for rt in &types {
+    for rt in types {
         let name = schema_name(rt);
         let mut schema = match rt.builtin {
             Some(_) => BUILTIN
@@ -190,12 +261,46 @@ pub fn group_version(registry: &Registry, group: &str, version: &str) -> Option<
             paths.insert(p, item);
         }
     }
-    Some(json!({
+    json!({
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": format!("v1.{}.0", super::discovery::KUBE_MINOR)},
         "paths": paths,
         "components": {"schemas": schemas},
-    }))
+    })
+}
+
+/// Definition names reachable from `roots` through `$ref`s (the roots included).
+fn referenced(roots: impl Iterator<Item = String>) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut queue: Vec<String> = roots.collect();
+    while let Some(name) = queue.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        if let Some(def) = BUILTIN.defs.get(&name) {
+            collect_refs(def, &mut queue);
+        }
+    }
+    seen
+}
+
+fn collect_refs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                match (k.as_str(), v) {
+                    ("$ref", Value::String(r)) => {
+                        if let Some(name) = r.strip_prefix("#/components/schemas/") {
+                            out.push(name.to_string());
+                        }
+                    }
+                    _ => collect_refs(v, out),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|v| collect_refs(v, out)),
+        _ => {}
+    }
 }
 
 /// `/openapi/v3`: one entry per group/version with a content hash (kubectl caches by it).
@@ -203,12 +308,14 @@ pub fn index(registry: &Registry) -> Value {
     let mut paths = Map::new();
     for (group, versions) in registry.groups() {
         for version in versions {
-            let Some(doc) = group_version(registry, &group, &version) else {
+            let types = registry.in_group_version(&group, &version);
+            if types.is_empty() {
                 continue;
+            }
+            let hash = match cached(&types, &group, &version) {
+                Some((_, hash)) => hash.clone(),
+                None => hash_of(&build(&types)),
             };
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            doc.to_string().hash(&mut hasher);
-            let hash = format!("{:016X}", hasher.finish());
             let key = if group.is_empty() {
                 format!("api/{version}")
             } else {
@@ -221,4 +328,40 @@ pub fn index(registry: &Registry) -> Value {
         }
     }
     json!({"paths": paths})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_hold_what_their_kinds_reference_and_nothing_else() {
+        let registry = Registry::with_builtins();
+        let names = |g: &str, v: &str| -> Vec<String> {
+            let doc = group_version(&registry, g, v).unwrap();
+            doc["components"]["schemas"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect()
+        };
+        let apps = names("apps", "v1");
+        assert!(
+            apps.iter().any(|n| n.ends_with("core.v1.PodSpec")),
+            "{apps:?}"
+        );
+        assert!(apps.iter().any(|n| n == OBJECT_META));
+        let rbac = names("rbac.authorization.k8s.io", "v1");
+        assert!(
+            !rbac.iter().any(|n| n.ends_with("core.v1.PodSpec")),
+            "{rbac:?}"
+        );
+        // Cached documents are the ones a fresh build gives.
+        let types = registry.in_group_version("apps", "v1");
+        assert_eq!(
+            cached(&types, "apps", "v1").map(|(d, _)| d.clone()),
+            Some(build(&types))
+        );
+    }
 }

@@ -511,7 +511,8 @@ impl TapMessage for Cause {
     }
 }
 
-/// Side effects of a committed create/update: CRDs start (or change) serving.
+/// Side effects of a committed create/update: CRDs start (or change) serving; the in-process
+/// controllers react.
 fn after_commit(store: &mut Store, rt: &ResourceType, value: &Value) {
     if rt.builtin == Some(Builtin::CustomResourceDefinition) {
         let name = meta::name_of(value).to_string();
@@ -520,6 +521,7 @@ fn after_commit(store: &mut Store, rt: &ResourceType, value: &Value) {
             store.registry.insert(t);
         }
     }
+    super::controllers::after_commit(store, rt, value);
 }
 
 /// Options of a DELETE.
@@ -661,6 +663,7 @@ fn finish_removal_with(
     if let Some(uid) = value["metadata"]["uid"].as_str() {
         collect_dependents(store, uid, orphan);
     }
+    super::controllers::after_removal(store, rt, &value);
     if !ns.is_empty() {
         reap_namespace(store, ns);
     }

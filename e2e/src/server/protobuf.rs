@@ -1,6 +1,7 @@
 //! Decoding of Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`)
 //! for the built-in kinds, as client-go's typed clients send them (e.g. `kubectl create
-//! namespace|secret|configmap`). Responses are always JSON, which those clients accept.
+//! namespace|secret|configmap|serviceaccount|role|rolebinding`, `kubectl auth can-i`).
+//! Responses are always JSON, which those clients accept.
 
 use base64::Engine;
 use serde_json::{Map, Value, json};
@@ -125,6 +126,95 @@ const OBJECT_REF: &[F] = &[
     (5, "apiVersion", Kind::Str),
     (6, "resourceVersion", Kind::Str),
     (7, "fieldPath", Kind::Str),
+];
+const SERVICE_ACCOUNT: &[F] = &[
+    (1, "metadata", Kind::Msg(OBJECT_META)),
+    (2, "secrets", Kind::RepMsg(OBJECT_REF)),
+    (
+        3,
+        "imagePullSecrets",
+        Kind::RepMsg(&[(1, "name", Kind::Str)]),
+    ),
+    (4, "automountServiceAccountToken", Kind::Bool),
+];
+const POLICY_RULE: &[F] = &[
+    (1, "verbs", Kind::RepStr),
+    (2, "apiGroups", Kind::RepStr),
+    (3, "resources", Kind::RepStr),
+    (4, "resourceNames", Kind::RepStr),
+    (5, "nonResourceURLs", Kind::RepStr),
+];
+const ROLE: &[F] = &[
+    (1, "metadata", Kind::Msg(OBJECT_META)),
+    (2, "rules", Kind::RepMsg(POLICY_RULE)),
+];
+const CLUSTER_ROLE: &[F] = &[
+    (1, "metadata", Kind::Msg(OBJECT_META)),
+    (2, "rules", Kind::RepMsg(POLICY_RULE)),
+    (
+        3,
+        "aggregationRule",
+        Kind::Msg(&[(1, "clusterRoleSelectors", Kind::RepMsg(LABEL_SELECTOR))]),
+    ),
+];
+const BINDING: &[F] = &[
+    (1, "metadata", Kind::Msg(OBJECT_META)),
+    (
+        2,
+        "subjects",
+        Kind::RepMsg(&[
+            (1, "kind", Kind::Str),
+            (2, "apiGroup", Kind::Str),
+            (3, "name", Kind::Str),
+            (4, "namespace", Kind::Str),
+        ]),
+    ),
+    (
+        3,
+        "roleRef",
+        Kind::Msg(&[
+            (1, "apiGroup", Kind::Str),
+            (2, "kind", Kind::Str),
+            (3, "name", Kind::Str),
+        ]),
+    ),
+];
+const ACCESS_REVIEW: &[F] = &[
+    (1, "metadata", Kind::Msg(OBJECT_META)),
+    (
+        2,
+        "spec",
+        Kind::Msg(&[
+            (
+                1,
+                "resourceAttributes",
+                Kind::Msg(&[
+                    (1, "namespace", Kind::Str),
+                    (2, "verb", Kind::Str),
+                    (3, "group", Kind::Str),
+                    (4, "version", Kind::Str),
+                    (5, "resource", Kind::Str),
+                    (6, "subresource", Kind::Str),
+                    (7, "name", Kind::Str),
+                ]),
+            ),
+            (
+                2,
+                "nonResourceAttributes",
+                Kind::Msg(&[(1, "path", Kind::Str), (2, "verb", Kind::Str)]),
+            ),
+        ]),
+    ),
+    (3, "status", Kind::Skip),
+];
+const RULES_REVIEW: &[F] = &[
+    (1, "metadata", Kind::Msg(OBJECT_META)),
+    (2, "spec", Kind::Msg(&[(1, "namespace", Kind::Str)])),
+    (3, "status", Kind::Skip),
+];
+const SUBJECT_REVIEW: &[F] = &[
+    (1, "metadata", Kind::Msg(OBJECT_META)),
+    (2, "status", Kind::Skip),
 ];
 const EVENT: &[F] = &[
     (1, "metadata", Kind::Msg(OBJECT_META)),
@@ -385,6 +475,13 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
         ("scheduling.k8s.io/v1", "PriorityClass") => PRIORITY_CLASS,
         ("policy/v1", "PodDisruptionBudget") => PDB,
         ("coordination.k8s.io/v1", "Lease") => LEASE,
+        ("v1", "ServiceAccount") => SERVICE_ACCOUNT,
+        ("rbac.authorization.k8s.io/v1", "Role") => ROLE,
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => CLUSTER_ROLE,
+        ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => BINDING,
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => ACCESS_REVIEW,
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => RULES_REVIEW,
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => SUBJECT_REVIEW,
         _ => {
             return Err(ApiError::new(
                 415,

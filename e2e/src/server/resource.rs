@@ -19,6 +19,37 @@ pub enum Builtin {
     PriorityClass,
     PodDisruptionBudget,
     CustomResourceDefinition,
+    ServiceAccount,
+    Service,
+    Deployment,
+    Role,
+    ClusterRole,
+    RoleBinding,
+    ClusterRoleBinding,
+    /// `authorization.k8s.io/v1`: answered, never stored.
+    SelfSubjectAccessReview,
+    /// `authorization.k8s.io/v1` (`kubectl auth can-i --list`): answered, never stored.
+    SelfSubjectRulesReview,
+    /// `authentication.k8s.io/v1` (`kubectl auth whoami`): answered, never stored.
+    SelfSubjectReview,
+}
+
+impl Builtin {
+    /// Kinds that are only ever created, answered on the spot and never stored.
+    pub fn is_review(self) -> bool {
+        matches!(
+            self,
+            Self::SelfSubjectAccessReview | Self::SelfSubjectRulesReview | Self::SelfSubjectReview
+        )
+    }
+
+    /// The four kinds of `rbac.authorization.k8s.io`.
+    pub fn is_rbac(self) -> bool {
+        matches!(
+            self,
+            Self::Role | Self::ClusterRole | Self::RoleBinding | Self::ClusterRoleBinding
+        )
+    }
 }
 
 /// One printer column, as `additionalPrinterColumns` describes it.
@@ -81,6 +112,9 @@ impl ResourceType {
     }
 
     pub fn verbs(&self) -> Vec<&'static str> {
+        if self.builtin.is_some_and(Builtin::is_review) {
+            return vec!["create"];
+        }
         vec![
             "create",
             "delete",

@@ -1,5 +1,7 @@
 //! Label and field selectors, parsed as kube-apiserver parses them.
 
+use serde_json::Value;
+
 use super::error::{ApiError, ApiResult};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +33,43 @@ impl LabelSelector {
             })?);
         }
         Ok(Self(reqs))
+    }
+
+    /// A `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`); None when it
+    /// uses an unknown operator or is not an object.
+    pub fn from_object(v: &Value) -> Option<Self> {
+        let m = v.as_object()?;
+        let mut reqs = Vec::new();
+        for (k, val) in m
+            .get("matchLabels")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            reqs.push(LabelReq::Eq(k.clone(), val.as_str()?.to_string()));
+        }
+        for e in m
+            .get("matchExpressions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let key = e["key"].as_str()?.to_string();
+            let values: Vec<String> = e["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect();
+            reqs.push(match e["operator"].as_str()? {
+                "In" => LabelReq::In(key, values),
+                "NotIn" => LabelReq::NotIn(key, values),
+                "Exists" => LabelReq::Exists(key),
+                "DoesNotExist" => LabelReq::NotExists(key),
+                _ => return None,
+            });
+        }
+        Some(Self(reqs))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -223,6 +262,17 @@ mod tests {
                 .matches(&l(&[("c", "1")]))
         );
         assert!(LabelSelector::parse("a=b=c").is_err());
+        let o = LabelSelector::from_object(&serde_json::json!({"matchLabels": {"app": "a"},
+            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["x"]}]}))
+        .unwrap();
+        assert!(o.matches(&l(&[("app", "a"), ("tier", "x")])));
+        assert!(!o.matches(&l(&[("app", "a")])));
+        assert!(
+            LabelSelector::from_object(
+                &serde_json::json!({"matchExpressions": [{"key": "k", "operator": "Gt"}]})
+            )
+            .is_none()
+        );
     }
 
     #[test]

@@ -130,10 +130,15 @@ fn cell(obj: &Value, col: &super::resource::Column) -> Value {
         .strip_prefix("#count(")
         .and_then(|p| p.strip_suffix(')'))
     {
-        let n = json_path(obj, p)
-            .first()
-            .map_or(0, |v| v.as_object().map_or(0, |m| m.len()));
+        let n = json_path(obj, p).first().map_or(0, |v| match v {
+            Value::Object(m) => m.len(),
+            Value::Array(a) => a.len(),
+            _ => 0,
+        });
         return json!(n);
+    }
+    if let Some(v) = super::table_cells::cell(obj, path) {
+        return v;
     }
     if let Some(p) = path
         .strip_prefix("#bool(")

@@ -153,6 +153,9 @@ pub fn check_metadata(rt: &ResourceType, obj: &Value, causes: &mut Vec<Cause>) {
         ));
     } else if rt.builtin == Some(Builtin::Namespace) {
         causes.extend(meta::check_label("metadata.name", name));
+    } else if rt.builtin.is_some_and(Builtin::is_rbac) {
+        // RBAC names are path segments (`system:controller:x` is a valid ClusterRole name).
+        causes.extend(meta::check_path_segment("metadata.name", name));
     } else if rt.builtin != Some(Builtin::CustomResourceDefinition) {
         causes.extend(meta::check_subdomain("metadata.name", name));
     }
@@ -223,7 +226,20 @@ pub fn decode_builtin(
         Some(Builtin::PodDisruptionBudget) => {
             roundtrip::<api::policy::v1::PodDisruptionBudget>(obj)
         }
-        Some(Builtin::CustomResourceDefinition) | None => return Ok(Vec::new()),
+        Some(Builtin::ServiceAccount) => roundtrip::<api::core::v1::ServiceAccount>(obj),
+        Some(Builtin::Service) => roundtrip::<api::core::v1::Service>(obj),
+        Some(Builtin::Deployment) => roundtrip::<api::apps::v1::Deployment>(obj),
+        Some(Builtin::Role) => roundtrip::<api::rbac::v1::Role>(obj),
+        Some(Builtin::ClusterRole) => roundtrip::<api::rbac::v1::ClusterRole>(obj),
+        Some(Builtin::RoleBinding) => roundtrip::<api::rbac::v1::RoleBinding>(obj),
+        Some(Builtin::ClusterRoleBinding) => roundtrip::<api::rbac::v1::ClusterRoleBinding>(obj),
+        Some(
+            Builtin::CustomResourceDefinition
+            | Builtin::SelfSubjectAccessReview
+            | Builtin::SelfSubjectRulesReview
+            | Builtin::SelfSubjectReview,
+        )
+        | None => return Ok(Vec::new()),
     };
     let decoded = decoded.map_err(|e| {
         ApiError::bad_request(format!(
@@ -312,6 +328,15 @@ pub fn admit_builtin(
             {
                 causes.push(invalid_value("type", &obj["type"], "field is immutable"));
             }
+            // The token controller fills the rest; the ServiceAccount's name is the client's.
+            use super::auth::tokens::{NAME_KEY, TOKEN_TYPE};
+            if obj["type"] == TOKEN_TYPE
+                && obj["metadata"]["annotations"][NAME_KEY]
+                    .as_str()
+                    .is_none_or(str::is_empty)
+            {
+                causes.push(required(&format!("metadata.annotations[{NAME_KEY}]"), ""));
+            }
         }
         Builtin::PriorityClass => {
             if !obj["value"].is_i64() {
@@ -354,7 +379,21 @@ pub fn admit_builtin(
                 ));
             }
         }
-        Builtin::ConfigMap | Builtin::Lease | Builtin::CustomResourceDefinition => {}
+        Builtin::Service => super::apps::admit_service(obj, causes),
+        Builtin::Deployment => super::apps::admit_deployment(obj, old, causes),
+        Builtin::Role
+        | Builtin::ClusterRole
+        | Builtin::RoleBinding
+        | Builtin::ClusterRoleBinding => {
+            super::rbac::admission::admit(b, obj, old, causes);
+        }
+        Builtin::ConfigMap
+        | Builtin::Lease
+        | Builtin::CustomResourceDefinition
+        | Builtin::ServiceAccount
+        | Builtin::SelfSubjectAccessReview
+        | Builtin::SelfSubjectRulesReview
+        | Builtin::SelfSubjectReview => {}
     }
 }
 

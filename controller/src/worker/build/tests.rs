@@ -1,0 +1,219 @@
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::*;
+
+fn object<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Arc<T> {
+    Arc::new(serde_json::from_value(value).unwrap())
+}
+
+fn cq(spec: serde_json::Value) -> Arc<ClusterQueue> {
+    object(
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec}),
+    )
+}
+
+fn quota_spec(nominal: serde_json::Value) -> serde_json::Value {
+    json!({"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+        {"name": "default", "resources": [{"name": "cpu", "nominalQuota": nominal}]}]}]})
+}
+
+fn workload(name: &str, extra: serde_json::Value) -> Arc<Workload> {
+    let mut doc = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": name, "namespace": "ns", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 2, "template": {
+            "metadata": {"labels": {"app": name}},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]}}}]}});
+    merge(&mut doc, &extra);
+    object(doc)
+}
+
+fn merge(base: &mut serde_json::Value, extra: &serde_json::Value) {
+    match (base, extra) {
+        (serde_json::Value::Object(b), serde_json::Value::Object(e)) => {
+            for (k, v) in e {
+                merge(b.entry(k.clone()).or_insert(serde_json::Value::Null), v);
+            }
+        }
+        (b, e) => *b = e.clone(),
+    }
+}
+
+struct Cluster {
+    workloads: Vec<Arc<Workload>>,
+    cqs: Vec<Arc<ClusterQueue>>,
+    lqs: Vec<Arc<LocalQueue>>,
+    rfs: Vec<Arc<ResourceFlavor>>,
+    wpcs: Vec<Arc<WorkloadPriorityClass>>,
+}
+
+impl Cluster {
+    fn new(spec: serde_json::Value) -> Self {
+        Cluster {
+            workloads: Vec::new(),
+            cqs: vec![cq(spec)],
+            lqs: vec![object(
+                json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                "metadata": {"name": "lq", "namespace": "ns"}, "spec": {"clusterQueue": "cq"}}),
+            )],
+            rfs: vec![object(
+                json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default"}, "spec": {}}),
+            )],
+            wpcs: Vec::new(),
+        }
+    }
+
+    fn build(&self) -> Built {
+        build(
+            &Objects {
+                workloads: &self.workloads,
+                cluster_queues: &self.cqs,
+                local_queues: &self.lqs,
+                flavors: &self.rfs,
+                workload_classes: &self.wpcs,
+                pod_classes: &[],
+                budgets: &[],
+                namespaces: &[],
+            },
+            &HashMap::new(),
+        )
+    }
+}
+
+#[test]
+fn pending_workloads_carry_their_demand_labels_and_queue() {
+    let mut c = Cluster::new(quota_spec(json!(4)));
+    c.workloads.push(workload("w", json!({})));
+    let built = c.build();
+    assert!(built.problems.is_empty(), "{:?}", built.problems);
+    let p = &built.pending[0];
+    assert_eq!(p.workload.key, "ns/w");
+    assert_eq!(p.workload.pod_sets[0].total.get("cpu"), 1000);
+    assert_eq!(p.workload.pod_sets[0].labels["app"], "w");
+    assert_eq!(built.snapshot.queues[p.queue].name, "cq");
+    assert!(!p.gate_closed);
+}
+
+#[test]
+fn admitted_workloads_hold_their_assigned_usage() {
+    let mut c = Cluster::new(quota_spec(json!(4)));
+    c.workloads.push(workload("w", json!({"status": {
+        "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count": 2,
+            "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}}]},
+        "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "", "lastTransitionTime": "2026-01-01T00:00:05Z"}]}})));
+    let built = c.build();
+    assert!(built.pending.is_empty());
+    assert_eq!(built.admitted_keys, vec!["ns/w".to_string()]);
+    let fr = built.snapshot.frs.get("default", "cpu").unwrap();
+    assert_eq!(built.snapshot.quota.used(0, fr), 1000);
+    assert_eq!(built.snapshot.quota.available(0, fr), 3000);
+}
+
+#[test]
+fn finished_and_inactive_workloads_are_left_out() {
+    let mut c = Cluster::new(quota_spec(json!(4)));
+    c.workloads.push(workload("done", json!({"status": {"conditions": [
+        {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "", "lastTransitionTime": "2026-01-01T00:00:05Z"}]}})));
+    c.workloads
+        .push(workload("paused", json!({"spec": {"active": false}})));
+    let built = c.build();
+    assert!(built.pending.is_empty() && built.problems.is_empty());
+}
+
+#[test]
+fn missing_queues_and_classes_are_problems_named_for_the_user() {
+    let mut c = Cluster::new(quota_spec(json!(4)));
+    c.workloads
+        .push(workload("lost", json!({"spec": {"queueName": "nope"}})));
+    c.workloads.push(workload(
+        "classless",
+        json!({"spec": {"priorityClassRef": {
+        "group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "ghost"}}}),
+    ));
+    c.lqs.push(object(
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+        "metadata": {"name": "dangling", "namespace": "ns"}, "spec": {"clusterQueue": "gone"}}),
+    ));
+    c.workloads.push(workload(
+        "dangling",
+        json!({"spec": {"queueName": "dangling"}}),
+    ));
+    let built = c.build();
+    let message = |key: &str| {
+        built
+            .problems
+            .iter()
+            .find(|p| p.key == key)
+            .map(|p| p.message.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(message("ns/lost"), "LocalQueue nope doesn't exist");
+    assert!(
+        message("ns/classless").contains("ghost"),
+        "{}",
+        message("ns/classless")
+    );
+    assert_eq!(message("ns/dangling"), "ClusterQueue gone doesn't exist");
+    assert!(built.pending.is_empty());
+}
+
+#[test]
+fn a_queue_without_namespace_selector_admits_no_namespace() {
+    let mut spec = quota_spec(json!(4));
+    spec.as_object_mut().unwrap().remove("namespaceSelector");
+    let mut c = Cluster::new(spec);
+    c.workloads.push(workload("w", json!({})));
+    let built = c.build();
+    assert!(
+        built.problems[0].message.contains("namespaceSelector"),
+        "{:?}",
+        built.problems
+    );
+}
+
+#[test]
+fn a_bad_quota_makes_the_queue_inactive_and_says_where() {
+    let c = Cluster::new(quota_spec(json!("lots")));
+    let built = c.build();
+    let why = built.snapshot.queues[0]
+        .inactive
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        why.contains("spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_missing_flavor_makes_the_queue_inactive() {
+    let mut c = Cluster::new(quota_spec(json!(4)));
+    c.rfs.clear();
+    let built = c.build();
+    assert_eq!(
+        built.snapshot.queues[0].inactive.as_deref(),
+        Some("references missing ResourceFlavor(s): default")
+    );
+}
+
+#[test]
+fn malformed_class_annotations_are_reported_and_defaults_apply() {
+    let mut c = Cluster::new(quota_spec(json!(4)));
+    c.wpcs.push(object(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+        "metadata": {"name": "odd", "annotations": {"preemption-toleration.scheduling.x-k8s.io/toleration-seconds": "soon"}},
+        "value": 7})));
+    c.workloads.push(workload(
+        "w",
+        json!({"spec": {"priorityClassRef": {
+        "group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "odd"}}}),
+    ));
+    let built = c.build();
+    assert_eq!(built.class_problems.len(), 1);
+    assert_eq!(built.class_problems[0].name, "odd");
+    let p = &built.pending[0];
+    assert_eq!(p.workload.priority, 7);
+    assert_eq!(p.workload.policy.toleration_seconds, 0);
+    assert_eq!(p.workload.policy.minimum_preemptable_priority, 8);
+}

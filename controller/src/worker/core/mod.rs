@@ -1,0 +1,12 @@
+//! The shim's pure core: quota model, flavor assignment, preemption policies, queues and
+//! the scheduling cycle. No clock reads, no I/O.
+
+pub mod assign;
+pub mod cycle;
+pub mod model;
+pub mod preempt;
+pub mod queues;
+pub mod quota;
+
+#[cfg(test)]
+mod tests;

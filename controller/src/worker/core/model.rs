@@ -1,0 +1,212 @@
+//! The scheduler's view of one cluster: plain data built from the watch caches (see
+//! `worker::snapshot`), with names resolved and quantities parsed.
+
+use std::collections::{BTreeMap, HashMap};
+
+use baton_crds::cluster_queue::{ClusterQueuePreemption, FlavorFungibility, QueueingStrategy};
+use baton_crds::quantity::Resources;
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::{Taint, Toleration};
+
+use super::quota::{FrTable, QuotaState, Usage};
+use crate::worker::victims::{Budget, Bystander, PodGroup, VictimPolicy};
+
+/// A ResourceFlavor, reduced to what placement checks.
+#[derive(Clone, Debug, Default)]
+pub struct FlavorModel {
+    pub node_labels: BTreeMap<String, String>,
+    pub node_taints: Vec<Taint>,
+}
+
+/// A resource group: resources that are assigned a flavor together.
+#[derive(Clone, Debug)]
+pub struct GroupModel {
+    pub covered: Vec<String>,
+    pub flavors: Vec<String>,
+}
+
+/// A ClusterQueue.
+#[derive(Clone, Debug)]
+pub struct QueueModel {
+    pub name: String,
+    pub cohort: Option<String>,
+    pub strategy: QueueingStrategy,
+    pub groups: Vec<GroupModel>,
+    pub fungibility: FlavorFungibility,
+    pub preemption: ClusterQueuePreemption,
+    /// Why the queue admits nothing new (stop policy, missing flavors), if it does not.
+    pub inactive: Option<String>,
+}
+
+/// One pod set of a workload.
+#[derive(Clone, Debug, Default)]
+pub struct PodSetModel {
+    pub name: String,
+    pub count: i32,
+    /// Requests of all `count` pods, in milli-units.
+    pub total: Resources,
+    pub node_selector: BTreeMap<String, String>,
+    pub tolerations: Vec<Toleration>,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// What every workload carries, pending or admitted.
+#[derive(Clone, Debug)]
+pub struct WorkloadModel {
+    /// `namespace/name`.
+    pub key: String,
+    pub namespace: String,
+    pub priority: i32,
+    /// Queue order: earlier first among equal priorities.
+    pub created: DateTime<Utc>,
+    pub pod_sets: Vec<PodSetModel>,
+    /// The victim-side policy of its priority class.
+    pub policy: VictimPolicy,
+}
+
+impl WorkloadModel {
+    pub fn pod_groups(&self) -> Vec<PodGroup> {
+        self.pod_sets
+            .iter()
+            .map(|p| PodGroup {
+                labels: p.labels.clone(),
+                count: p.count,
+            })
+            .collect()
+    }
+}
+
+/// A workload holding quota.
+#[derive(Clone, Debug)]
+pub struct AdmittedModel {
+    pub workload: WorkloadModel,
+    pub queue: usize,
+    pub usage: Usage,
+    /// Its `QuotaReserved=True` transition.
+    pub admitted_at: DateTime<Utc>,
+}
+
+/// A workload waiting for quota.
+#[derive(Clone, Debug)]
+pub struct PendingModel {
+    pub workload: WorkloadModel,
+    pub queue: usize,
+    /// Some preemption gate of it is Closed: it may not preempt.
+    pub gate_closed: bool,
+    /// Victims this workload already chose that still hold quota (delayed preemption).
+    pub victims_in_flight: Vec<String>,
+}
+
+/// Usage by name: (flavor, resource, milli-units); interned when the snapshot is built.
+pub type NamedUsage = Vec<(String, String, i128)>;
+/// An admitted workload with its usage by name.
+pub type AdmittedInput = (AdmittedModel, NamedUsage);
+/// One quota: (queue index, flavor, resource, limits).
+pub type LimitInput = (usize, String, String, super::quota::Limits);
+
+/// Everything a scheduling cycle reads; the cycle updates `quota` as it admits.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub frs: FrTable,
+    pub quota: QuotaState,
+    pub queues: Vec<QueueModel>,
+    pub flavors: HashMap<String, FlavorModel>,
+    pub admitted: Vec<AdmittedModel>,
+    /// Indices into `admitted`, per queue.
+    pub admitted_by_queue: Vec<Vec<usize>>,
+    /// Queues per cohort name.
+    pub cohort_members: HashMap<String, Vec<usize>>,
+    pub budgets: Vec<Budget>,
+}
+
+impl Snapshot {
+    /// Builds the quota state and indices from queues, flavors and admitted workloads.
+    /// Quota limits come as (queue, flavor, resource, limits).
+    pub fn new(
+        queues: Vec<QueueModel>,
+        flavors: HashMap<String, FlavorModel>,
+        limits: Vec<LimitInput>,
+        admitted: Vec<AdmittedInput>,
+        budgets: Vec<Budget>,
+    ) -> Self {
+        let mut frs = FrTable::default();
+        let mut per_queue: Vec<Vec<(usize, super::quota::Limits)>> = vec![Vec::new(); queues.len()];
+        for (queue, flavor, resource, l) in &limits {
+            let fr = frs.intern(flavor, resource);
+            per_queue[*queue].push((fr, *l));
+        }
+        let mut cohort_ids: HashMap<String, usize> = HashMap::new();
+        let mut cohort_members: HashMap<String, Vec<usize>> = HashMap::new();
+        let cohorts: Vec<Option<usize>> = queues
+            .iter()
+            .enumerate()
+            .map(|(i, q)| {
+                q.cohort.as_ref().map(|name| {
+                    cohort_members.entry(name.clone()).or_default().push(i);
+                    let next = cohort_ids.len();
+                    *cohort_ids.entry(name.clone()).or_insert(next)
+                })
+            })
+            .collect();
+        // Admitted usage may name pairs no queue defines any more (a quota was removed):
+        // they still count, so intern them before sizing the state.
+        let admitted: Vec<AdmittedModel> = admitted
+            .into_iter()
+            .map(|(mut model, named)| {
+                model.usage = named
+                    .iter()
+                    .map(|(f, r, amount)| (frs.intern(f, r), *amount))
+                    .collect();
+                model
+            })
+            .collect();
+        let mut quota = QuotaState::new(frs.len(), per_queue, cohorts);
+        let mut admitted_by_queue = vec![Vec::new(); queues.len()];
+        for (i, a) in admitted.iter().enumerate() {
+            quota.add(a.queue, &a.usage);
+            admitted_by_queue[a.queue].push(i);
+        }
+        Snapshot {
+            frs,
+            quota,
+            queues,
+            flavors,
+            admitted,
+            admitted_by_queue,
+            cohort_members,
+            budgets,
+        }
+    }
+
+    /// The queues whose workloads may be preempted for a workload of `queue`: itself and its
+    /// cohort's other members.
+    pub fn neighbourhood(&self, queue: usize) -> Vec<usize> {
+        match &self.queues[queue].cohort {
+            Some(name) => self.cohort_members.get(name).cloned().unwrap_or_default(),
+            None => vec![queue],
+        }
+    }
+
+    /// Admitted workloads outside `except` as budget bystanders (only in namespaces that
+    /// have a budget: elsewhere they change nothing).
+    pub fn bystanders(&self, except: &[usize]) -> Vec<Bystander> {
+        if self.budgets.is_empty() {
+            return Vec::new();
+        }
+        let namespaces: std::collections::HashSet<&str> =
+            self.budgets.iter().map(|b| b.namespace.as_str()).collect();
+        let mut skip = vec![false; self.admitted.len()];
+        for &i in except {
+            skip[i] = true;
+        }
+        self.admitted
+            .iter()
+            .enumerate()
+            .filter(|(i, a)| !skip[*i] && namespaces.contains(a.workload.namespace.as_str()))
+            .map(|(_, a)| Bystander {
+                namespace: a.workload.namespace.clone(),
+                pod_sets: a.workload.pod_groups(),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,280 @@
+//! Which admitted workloads a preemptor may evict (the ClusterQueue and cohort policies),
+//! and the quota model victim selection runs against.
+//!
+//! Rules, following Kueue's policies on a flat cohort:
+//! - its own queue: `withinClusterQueue` `LowerPriority` (strictly lower) or
+//!   `LowerOrNewerEqualPriority` (also equal priority, admitted later... by queue order: newer);
+//! - other queues of the cohort, only while they borrow a pair the preemptor is short of:
+//!   when the preemptor would not borrow once its own queue's candidates are gone,
+//!   `reclaimWithinCohort` (`LowerPriority` or `Any`; reason `InCohortReclamation`); when it
+//!   would still borrow, `borrowWithinCohort` `LowerPriority` below `maxPriorityThreshold`
+//!   (reason `InCohortReclaimWhileBorrowing`).
+//!
+//! Only workloads using a pair the preemptor is short of are candidates.
+
+use chrono::{DateTime, Utc};
+
+use baton_crds::cluster_queue::{
+    BorrowWithinCohortPolicy, ReclaimWithinCohort, WithinClusterQueue,
+};
+
+use super::model::{PendingModel, Snapshot};
+use super::quota::{FrId, QuotaState, Usage};
+use crate::worker::victims::{self, Candidate, Fit, Request, Selection};
+
+/// Why a victim is preempted (the `Preempted` condition's reason).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PreemptReason {
+    InClusterQueue,
+    InCohortReclamation,
+    InCohortReclaimWhileBorrowing,
+}
+
+impl PreemptReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PreemptReason::InClusterQueue => "InClusterQueue",
+            PreemptReason::InCohortReclamation => "InCohortReclamation",
+            PreemptReason::InCohortReclaimWhileBorrowing => "InCohortReclaimWhileBorrowing",
+        }
+    }
+}
+
+/// An admitted workload the policies allow the preemptor to evict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CandidateRef {
+    /// Index into `Snapshot::admitted`.
+    pub admitted: usize,
+    pub reason: PreemptReason,
+    /// Allowed whatever its priority (reclaim `Any`, or newer with equal priority).
+    pub exempt: bool,
+}
+
+/// The policy-allowed candidates. `excluded[i]` marks admitted workloads already chosen as
+/// victims in this cycle.
+pub fn candidates(
+    snapshot: &Snapshot,
+    pending: &PendingModel,
+    demand: &Usage,
+    short: &[FrId],
+    excluded: &[bool],
+) -> Vec<CandidateRef> {
+    let queue = pending.queue;
+    let policy = &snapshot.queues[queue].preemption;
+    let priority = pending.workload.priority;
+    let created = pending.workload.created;
+    let uses_short = |usage: &Usage| usage.iter().any(|(fr, a)| *a > 0 && short.contains(fr));
+    let mut found = Vec::new();
+    let mut own_usage: Usage = Vec::new();
+    for &i in &snapshot.admitted_by_queue[queue] {
+        let a = &snapshot.admitted[i];
+        if excluded.get(i).copied().unwrap_or(false) || !uses_short(&a.usage) {
+            continue;
+        }
+        let p = a.workload.priority;
+        let (allowed, exempt) = match policy.within_cluster_queue {
+            WithinClusterQueue::Never => (false, false),
+            WithinClusterQueue::LowerPriority => (p < priority, false),
+            WithinClusterQueue::LowerOrNewerEqualPriority => {
+                let newer_equal = p == priority
+                    && newer(
+                        a.workload.created,
+                        &a.workload.key,
+                        created,
+                        &pending.workload.key,
+                    );
+                (p < priority || newer_equal, newer_equal)
+            }
+        };
+        if allowed {
+            for &(fr, amount) in &a.usage {
+                super::quota::add_usage(&mut own_usage, fr, amount);
+            }
+            found.push(CandidateRef {
+                admitted: i,
+                reason: PreemptReason::InClusterQueue,
+                exempt,
+            });
+        }
+    }
+    if snapshot.queues[queue].cohort.is_none()
+        || policy.reclaim_within_cohort == ReclaimWithinCohort::Never
+    {
+        return found;
+    }
+    let borrowing_after = short.iter().any(|&fr| {
+        let freed = own_usage
+            .iter()
+            .find(|(id, _)| *id == fr)
+            .map_or(0, |(_, a)| *a);
+        let wanted = demand
+            .iter()
+            .find(|(id, _)| *id == fr)
+            .map_or(0, |(_, a)| *a);
+        snapshot.quota.borrows_with(queue, fr, wanted - freed)
+    });
+    for other in snapshot.neighbourhood(queue) {
+        if other == queue
+            || !short
+                .iter()
+                .any(|&fr| snapshot.quota.is_borrowing(other, fr))
+        {
+            continue;
+        }
+        for &i in &snapshot.admitted_by_queue[other] {
+            let a = &snapshot.admitted[i];
+            if excluded.get(i).copied().unwrap_or(false) || !uses_short(&a.usage) {
+                continue;
+            }
+            let p = a.workload.priority;
+            let verdict = if borrowing_after {
+                let bwc = &policy.borrow_within_cohort;
+                (bwc.policy == BorrowWithinCohortPolicy::LowerPriority
+                    && p < priority
+                    && bwc.max_priority_threshold.is_none_or(|t| p <= t))
+                .then_some((PreemptReason::InCohortReclaimWhileBorrowing, false))
+            } else {
+                match policy.reclaim_within_cohort {
+                    ReclaimWithinCohort::Never => None,
+                    ReclaimWithinCohort::LowerPriority => {
+                        (p < priority).then_some((PreemptReason::InCohortReclamation, false))
+                    }
+                    ReclaimWithinCohort::Any => {
+                        Some((PreemptReason::InCohortReclamation, p >= priority))
+                    }
+                }
+            };
+            if let Some((reason, exempt)) = verdict {
+                found.push(CandidateRef {
+                    admitted: i,
+                    reason,
+                    exempt,
+                });
+            }
+        }
+    }
+    found
+}
+
+/// Whether `a` comes after `b` in queue order (later creation, then key).
+fn newer(a: DateTime<Utc>, a_key: &str, b: DateTime<Utc>, b_key: &str) -> bool {
+    (a, a_key) > (b, b_key)
+}
+
+/// The quota model lent to victim selection: removing a candidate frees its usage in its queue.
+pub struct QuotaFit<'a> {
+    quota: &'a mut QuotaState,
+    queue: usize,
+    demand: &'a Usage,
+    holders: Vec<(usize, &'a Usage)>,
+}
+
+impl<'a> QuotaFit<'a> {
+    pub fn new(
+        quota: &'a mut QuotaState,
+        queue: usize,
+        demand: &'a Usage,
+        holders: Vec<(usize, &'a Usage)>,
+    ) -> Self {
+        QuotaFit {
+            quota,
+            queue,
+            demand,
+            holders,
+        }
+    }
+}
+
+impl Fit for QuotaFit<'_> {
+    fn remove(&mut self, candidate: usize) {
+        let (queue, usage) = self.holders[candidate];
+        self.quota.remove(queue, usage);
+    }
+    fn restore(&mut self, candidate: usize) {
+        let (queue, usage) = self.holders[candidate];
+        self.quota.add(queue, usage);
+    }
+    fn fits(&self) -> bool {
+        self.demand
+            .iter()
+            .all(|&(fr, amount)| amount <= self.quota.available(self.queue, fr))
+    }
+}
+
+/// Cheap oracle for flavor assignment: would evicting every policy-allowed candidate make
+/// `demand` fit? (Toleration and budgets are left to the real selection.)
+pub fn preemption_possible(
+    snapshot: &Snapshot,
+    pending: &PendingModel,
+    demand: &Usage,
+    short: &[FrId],
+) -> bool {
+    let found = candidates(snapshot, pending, demand, short, &[]);
+    let found: Vec<CandidateRef> = found
+        .into_iter()
+        .filter(|c| {
+            c.exempt || snapshot.admitted[c.admitted].workload.priority < pending.workload.priority
+        })
+        .collect();
+    if found.is_empty() {
+        return false;
+    }
+    let mut quota = snapshot.quota.clone();
+    for c in &found {
+        let a = &snapshot.admitted[c.admitted];
+        quota.remove(a.queue, &a.usage);
+    }
+    demand
+        .iter()
+        .all(|&(fr, amount)| amount <= quota.available(pending.queue, fr))
+}
+
+/// Runs victim selection for a preemptor whose assignment needs `demand` and is short of
+/// `short`. Returns the selection and the candidates it indexes.
+pub fn select_victims(
+    snapshot: &mut Snapshot,
+    pending: &PendingModel,
+    demand: &Usage,
+    short: &[FrId],
+    excluded: &[bool],
+    now: DateTime<Utc>,
+) -> (Selection, Vec<CandidateRef>) {
+    let refs = candidates(snapshot, pending, demand, short, excluded);
+    let list: Vec<Candidate> = refs
+        .iter()
+        .map(|c| {
+            let a = &snapshot.admitted[c.admitted];
+            Candidate {
+                key: a.workload.key.clone(),
+                namespace: a.workload.namespace.clone(),
+                priority: a.workload.priority,
+                admitted_at: a.admitted_at,
+                policy: a.workload.policy.clone(),
+                pod_sets: a.workload.pod_groups(),
+                priority_exempt: c.exempt,
+            }
+        })
+        .collect();
+    let indices: Vec<usize> = refs.iter().map(|c| c.admitted).collect();
+    let bystanders = snapshot.bystanders(&indices);
+    let Snapshot {
+        quota,
+        admitted,
+        budgets,
+        ..
+    } = snapshot;
+    let holders: Vec<(usize, &Usage)> = refs
+        .iter()
+        .map(|c| (admitted[c.admitted].queue, &admitted[c.admitted].usage))
+        .collect();
+    let request = Request {
+        preemptor_priority: pending.workload.priority,
+        candidates: &list,
+        bystanders: &bystanders,
+        budgets,
+        now,
+    };
+    let mut fit = QuotaFit::new(quota, pending.queue, demand, holders);
+    let selection = victims::select(&request, &mut fit);
+    (selection, refs)
+}

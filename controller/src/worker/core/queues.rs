@@ -1,0 +1,158 @@
+//! The BestEffortFIFO "inadmissible" set: workloads set aside after a cycle could not admit
+//! them, and the rules that bring them back (their own object changed — a gate opened — or
+//! the capacity of their queue or cohort grew).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::model::Snapshot;
+use super::quota::Limits;
+
+/// Per queue: its cohort, its limits and its usage, by (flavor, resource).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Capacity {
+    queues: BTreeMap<String, QueueCapacity>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct QueueCapacity {
+    cohort: Option<String>,
+    limits: BTreeMap<(String, String), Limits>,
+    used: BTreeMap<(String, String), i128>,
+}
+
+impl Capacity {
+    /// Reads the capacity off a freshly built snapshot (before a cycle admits anything).
+    pub fn of(snapshot: &Snapshot) -> Self {
+        let mut queues = BTreeMap::new();
+        for (i, q) in snapshot.queues.iter().enumerate() {
+            let mut cap = QueueCapacity {
+                cohort: q.cohort.clone(),
+                ..Default::default()
+            };
+            for fr in 0..snapshot.frs.len() {
+                let (flavor, resource) = snapshot.frs.name(fr);
+                let key = (flavor.to_string(), resource.to_string());
+                if let Some(l) = snapshot.quota.limits(i, fr) {
+                    cap.limits.insert(key.clone(), l);
+                }
+                let used = snapshot.quota.used(i, fr);
+                if used != 0 {
+                    cap.used.insert(key, used);
+                }
+            }
+            queues.insert(q.name.clone(), cap);
+        }
+        Capacity { queues }
+    }
+
+    /// Queues that may now admit something they could not before: their limits changed, or
+    /// they or a cohort member use less of something.
+    pub fn grown_since(&self, before: &Capacity) -> BTreeSet<String> {
+        let mut grown = BTreeSet::new();
+        let mut grown_cohorts = BTreeSet::new();
+        for (name, now) in &self.queues {
+            let changed = match before.queues.get(name) {
+                None => true,
+                Some(old) => {
+                    old.limits != now.limits
+                        || old.cohort != now.cohort
+                        || old
+                            .used
+                            .iter()
+                            .any(|(k, v)| now.used.get(k).copied().unwrap_or(0) < *v)
+                }
+            };
+            if changed {
+                grown.insert(name.clone());
+                if let Some(c) = &now.cohort {
+                    grown_cohorts.insert(c.clone());
+                }
+            }
+        }
+        for (name, old) in &before.queues {
+            // A member that left (or was deleted) frees its share of the cohort.
+            if !self.queues.contains_key(name)
+                && let Some(c) = &old.cohort
+            {
+                grown_cohorts.insert(c.clone());
+            }
+        }
+        for (name, now) in &self.queues {
+            if now
+                .cohort
+                .as_ref()
+                .is_some_and(|c| grown_cohorts.contains(c))
+            {
+                grown.insert(name.clone());
+            }
+        }
+        grown
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct SetAside {
+    queue: String,
+    fingerprint: String,
+}
+
+/// Workloads set aside, keyed by `namespace/name`.
+#[derive(Clone, Debug, Default)]
+pub struct QueueState {
+    set_aside: HashMap<String, SetAside>,
+}
+
+impl QueueState {
+    /// Whether a pending workload takes part in the next cycle. `fingerprint` captures what
+    /// of the workload could make it admissible (its gates, its spec).
+    pub fn is_active(&self, key: &str, fingerprint: &str) -> bool {
+        self.set_aside
+            .get(key)
+            .is_none_or(|s| s.fingerprint != fingerprint)
+    }
+
+    /// Sets a workload aside after a cycle could not admit it.
+    pub fn set_aside(&mut self, key: &str, queue: &str, fingerprint: &str) {
+        self.set_aside.insert(
+            key.to_string(),
+            SetAside {
+                queue: queue.to_string(),
+                fingerprint: fingerprint.to_string(),
+            },
+        );
+    }
+
+    /// Brings a workload back (it was admitted, deleted or moved).
+    pub fn activate(&mut self, key: &str) {
+        self.set_aside.remove(key);
+    }
+
+    /// Brings back every workload of a queue whose capacity grew; returns how many.
+    pub fn requeue(&mut self, grown: &BTreeSet<String>) -> usize {
+        let before = self.set_aside.len();
+        self.set_aside.retain(|_, s| !grown.contains(&s.queue));
+        before - self.set_aside.len()
+    }
+
+    /// Forgets workloads that are no longer pending.
+    pub fn retain(&mut self, pending: impl Fn(&str) -> bool) {
+        self.set_aside.retain(|k, _| pending(k));
+    }
+
+    /// Set-aside counts per queue (the `inadmissible` pending metric).
+    pub fn counts(&self) -> BTreeMap<String, usize> {
+        let mut counts = BTreeMap::new();
+        for s in self.set_aside.values() {
+            *counts.entry(s.queue.clone()).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    pub fn len(&self) -> usize {
+        self.set_aside.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.set_aside.is_empty()
+    }
+}

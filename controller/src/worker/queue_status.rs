@@ -1,0 +1,274 @@
+//! ClusterQueue and LocalQueue status: counts and usage per flavor, as `kubectl get cq,lq`
+//! and Kueue users expect. Pure: objects in, statuses out; the shell writes only changes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use baton_crds::cluster_queue::{ClusterQueueStatus, FlavorUsage, ResourceUsage};
+use baton_crds::conditions::{ConditionStatus, NewCondition, is_condition_true, set_condition};
+use baton_crds::constants::condition;
+use baton_crds::local_queue::{LocalQueueFlavorUsage, LocalQueueResourceUsage, LocalQueueStatus};
+use baton_crds::quantity::{format_milli, parse_milli};
+use baton_crds::{ClusterQueue, LocalQueue, Workload};
+use chrono::{DateTime, Utc};
+use kube::ResourceExt;
+
+use super::core::model::QueueModel;
+
+/// Usage by flavor, then resource, in milli-units.
+type FlavorTotals = BTreeMap<String, BTreeMap<String, i128>>;
+
+#[derive(Default)]
+struct Tally {
+    pending: i32,
+    admitted: i32,
+    usage: FlavorTotals,
+}
+
+/// New statuses for queues whose status would change.
+pub struct QueueStatuses {
+    pub cluster_queues: Vec<(String, ClusterQueueStatus)>,
+    /// (namespace, name, status)
+    pub local_queues: Vec<(String, String, LocalQueueStatus)>,
+}
+
+/// Computes every queue's status and keeps those that differ from what is stored.
+pub fn queue_statuses(
+    workloads: &[Arc<Workload>],
+    cluster_queues: &[Arc<ClusterQueue>],
+    local_queues: &[Arc<LocalQueue>],
+    models: &[QueueModel],
+    now: DateTime<Utc>,
+) -> QueueStatuses {
+    let lq_target: HashMap<(String, String), String> = local_queues
+        .iter()
+        .filter_map(|lq| {
+            Some((
+                (lq.namespace().unwrap_or_default(), lq.name_any()),
+                lq.spec.cluster_queue.clone()?,
+            ))
+        })
+        .collect();
+    let mut by_cq: HashMap<String, Tally> = HashMap::new();
+    let mut by_lq: HashMap<(String, String), Tally> = HashMap::new();
+    for wl in workloads {
+        if wl.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let conditions = wl
+            .status
+            .as_ref()
+            .map(|s| s.conditions.as_slice())
+            .unwrap_or(&[]);
+        if is_condition_true(conditions, condition::FINISHED) {
+            continue;
+        }
+        let namespace = wl.namespace().unwrap_or_default();
+        let lq_key = wl.spec.queue_name.clone().map(|q| (namespace.clone(), q));
+        let admission = wl.status.as_ref().and_then(|s| s.admission.as_ref());
+        match admission {
+            Some(admission) if is_condition_true(conditions, condition::QUOTA_RESERVED) => {
+                let mut usage = FlavorTotals::new();
+                for psa in &admission.pod_set_assignments {
+                    for (resource, flavor) in &psa.flavors {
+                        let amount = psa
+                            .resource_usage
+                            .get(resource)
+                            .and_then(|q| parse_milli(q).ok())
+                            .unwrap_or(0);
+                        *usage
+                            .entry(flavor.0.clone())
+                            .or_default()
+                            .entry(resource.clone())
+                            .or_default() += amount;
+                    }
+                }
+                let add = |tally: &mut Tally| {
+                    tally.admitted += 1;
+                    for (f, rs) in &usage {
+                        for (r, a) in rs {
+                            *tally
+                                .usage
+                                .entry(f.clone())
+                                .or_default()
+                                .entry(r.clone())
+                                .or_default() += a;
+                        }
+                    }
+                };
+                add(by_cq.entry(admission.cluster_queue.clone()).or_default());
+                if let Some(k) = lq_key {
+                    add(by_lq.entry(k).or_default());
+                }
+            }
+            _ => {
+                if !wl.spec.active {
+                    continue;
+                }
+                let Some(k) = lq_key else { continue };
+                if let Some(cq) = lq_target.get(&k) {
+                    by_cq.entry(cq.clone()).or_default().pending += 1;
+                }
+                by_lq.entry(k).or_default().pending += 1;
+            }
+        }
+    }
+
+    let inactive: HashMap<&str, Option<&String>> = models
+        .iter()
+        .map(|m| (m.name.as_str(), m.inactive.as_ref()))
+        .collect();
+    let mut cluster_queue_statuses = Vec::new();
+    for cq in cluster_queues {
+        let name = cq.name_any();
+        let tally = by_cq.remove(&name).unwrap_or_default();
+        let old = cq.status.clone().unwrap_or_default();
+        let mut status = old.clone();
+        status.pending_workloads = Some(tally.pending);
+        status.reserving_workloads = Some(tally.admitted);
+        status.admitted_workloads = Some(tally.admitted);
+        let nominal = nominal_quota(cq);
+        let usage: Vec<FlavorUsage> = flavor_order(cq)
+            .into_iter()
+            .map(|flavor| FlavorUsage {
+                resources: resource_order(cq, &flavor)
+                    .into_iter()
+                    .map(|resource| {
+                        let total = tally
+                            .usage
+                            .get(&flavor)
+                            .and_then(|r| r.get(&resource))
+                            .copied()
+                            .unwrap_or(0);
+                        let quota = nominal
+                            .get(&(flavor.clone(), resource.clone()))
+                            .copied()
+                            .unwrap_or(0);
+                        ResourceUsage {
+                            name: resource,
+                            total: Some(format_milli(total)),
+                            borrowed: Some(format_milli((total - quota).max(0))),
+                        }
+                    })
+                    .collect(),
+                name: flavor,
+            })
+            .collect();
+        status.flavors_reservation = usage.clone();
+        status.flavors_usage = usage;
+        let (value, why, message) = match inactive.get(name.as_str()).copied().flatten() {
+            None => (
+                ConditionStatus::True,
+                "Ready",
+                "Can admit new workloads".to_string(),
+            ),
+            Some(problem) => (
+                ConditionStatus::False,
+                "Inactive",
+                format!("Can't admit new workloads: {problem}"),
+            ),
+        };
+        set_condition(
+            &mut status.conditions,
+            NewCondition::new(condition::ACTIVE, value, why, &message),
+            now,
+        );
+        if status != old {
+            cluster_queue_statuses.push((name, status));
+        }
+    }
+
+    let cq_names: HashMap<&str, bool> = models
+        .iter()
+        .map(|m| (m.name.as_str(), m.inactive.is_none()))
+        .collect();
+    let mut local_queue_statuses = Vec::new();
+    for lq in local_queues {
+        let key = (lq.namespace().unwrap_or_default(), lq.name_any());
+        let tally = by_lq.remove(&key).unwrap_or_default();
+        let old = lq.status.clone().unwrap_or_default();
+        let mut status = old.clone();
+        status.pending_workloads = Some(tally.pending);
+        status.reserving_workloads = Some(tally.admitted);
+        status.admitted_workloads = Some(tally.admitted);
+        let usage: Vec<LocalQueueFlavorUsage> = tally
+            .usage
+            .iter()
+            .map(|(flavor, resources)| LocalQueueFlavorUsage {
+                name: flavor.clone(),
+                resources: resources
+                    .iter()
+                    .map(|(r, a)| LocalQueueResourceUsage {
+                        name: r.clone(),
+                        total: Some(format_milli(*a)),
+                    })
+                    .collect(),
+            })
+            .collect();
+        status.flavors_reservation = usage.clone();
+        status.flavors_usage = usage;
+        let target = lq.spec.cluster_queue.as_deref().unwrap_or("");
+        let (value, why, message) = match cq_names.get(target) {
+            Some(true) => (
+                ConditionStatus::True,
+                "Ready",
+                "Can submit new workloads to localQueue".to_string(),
+            ),
+            Some(false) => (
+                ConditionStatus::False,
+                "ClusterQueueIsInactive",
+                "Can't submit new workloads to clusterQueue".to_string(),
+            ),
+            None => (
+                ConditionStatus::False,
+                "ClusterQueueDoesNotExist",
+                format!("Can't submit new workloads to clusterQueue: {target:?} doesn't exist"),
+            ),
+        };
+        set_condition(
+            &mut status.conditions,
+            NewCondition::new(condition::ACTIVE, value, why, &message),
+            now,
+        );
+        if status != old {
+            local_queue_statuses.push((key.0, key.1, status));
+        }
+    }
+    QueueStatuses {
+        cluster_queues: cluster_queue_statuses,
+        local_queues: local_queue_statuses,
+    }
+}
+
+fn nominal_quota(cq: &ClusterQueue) -> HashMap<(String, String), i128> {
+    let mut out = HashMap::new();
+    for group in &cq.spec.resource_groups {
+        for flavor in &group.flavors {
+            for r in &flavor.resources {
+                out.insert(
+                    (flavor.name.clone(), r.name.clone()),
+                    parse_milli(&r.nominal_quota).unwrap_or(0),
+                );
+            }
+        }
+    }
+    out
+}
+
+fn flavor_order(cq: &ClusterQueue) -> Vec<String> {
+    cq.spec
+        .resource_groups
+        .iter()
+        .flat_map(|g| g.flavors.iter().map(|f| f.name.clone()))
+        .collect()
+}
+
+fn resource_order(cq: &ClusterQueue, flavor: &str) -> Vec<String> {
+    cq.spec
+        .resource_groups
+        .iter()
+        .flat_map(|g| g.flavors.iter())
+        .filter(|f| f.name == flavor)
+        .flat_map(|f| f.resources.iter().map(|r| r.name.clone()))
+        .collect()
+}

@@ -1,0 +1,625 @@
+//! `baton worker`: watch caches, one scheduling loop, and the writes its decisions call for.
+//!
+//! The loop wakes on any cache change (or a periodic resync), waits a short batch window so a
+//! burst of changes makes one cycle, builds a snapshot, runs the pure core and writes the
+//! results. Writes carry the object's resourceVersion; a conflict is counted and retried on
+//! the next cycle. Until the cache shows a written object, the response of the write stands
+//! in for it (so a cycle never admits the same workload twice or forgets quota it reserved).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use baton_crds::conditions::{find_condition, is_condition_true};
+use baton_crds::constants::{condition, reason};
+use baton_crds::gates::gates;
+use baton_crds::workload::{GateState, WorkloadStatus};
+use baton_crds::{ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass};
+use chrono::Utc;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::Store;
+use kube::{Client, Resource, ResourceExt};
+use tokio::sync::mpsc;
+
+use super::build::{Objects, build, key_of};
+use super::core::cycle::{Decision, Outcome, schedule};
+use super::core::queues::{Capacity, QueueState};
+use super::queue_status::queue_statuses;
+use super::status;
+use crate::config::Configuration;
+use crate::http::{Readiness, serve_operations};
+use crate::metrics::{ClassLabel, ErrorLabel, Metrics, PendingLabel, QueueLabel};
+use crate::watch::{cache, synced};
+use crate::{leader, shutdown};
+
+/// How long the loop waits after a change for more changes to batch into one cycle.
+const BATCH_WINDOW: Duration = Duration::from_millis(5);
+/// A full re-evaluation this often, so time-based rules (toleration expiry) take effect.
+const RESYNC: Duration = Duration::from_secs(10);
+/// Writes in flight at once.
+const WRITE_CONCURRENCY: usize = 16;
+
+struct Caches {
+    workloads: Store<Workload>,
+    cluster_queues: Store<ClusterQueue>,
+    local_queues: Store<LocalQueue>,
+    flavors: Store<ResourceFlavor>,
+    workload_classes: Store<WorkloadPriorityClass>,
+    pod_classes: Store<PriorityClass>,
+    budgets: Store<PodDisruptionBudget>,
+    namespaces: Store<Namespace>,
+}
+
+/// What the loop remembers between cycles.
+#[derive(Default)]
+struct LoopState {
+    queues: QueueState,
+    capacity: Option<Capacity>,
+    /// Preemptor key → victims it chose (delayed preemption).
+    in_flight: HashMap<String, Vec<String>>,
+    /// key → (resourceVersion the write replaced, the written object).
+    overlay: HashMap<String, (Option<String>, Arc<Workload>)>,
+    reported_class_problems: HashSet<String>,
+}
+
+struct Shell {
+    client: Client,
+    recorder: Recorder,
+    metrics: Arc<Metrics>,
+    caches: Caches,
+    wake: mpsc::UnboundedSender<()>,
+}
+
+/// Runs the worker shim until the process is stopped.
+pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyhow::Result<()> {
+    let metrics = Arc::new(Metrics::new());
+    let ready = Readiness::default();
+    serve_operations(
+        &config.metrics_bind_address,
+        &config.health_probe_bind_address,
+        metrics.clone(),
+        ready.clone(),
+    )
+    .await?;
+    let mut leadership = leader::acquire(
+        client.clone(),
+        &config.leader_election,
+        "baton-worker",
+        namespace,
+        &ready,
+    )
+    .await?;
+    let (wake, mut woken) = mpsc::unbounded_channel::<()>();
+    let caches = Caches {
+        workloads: cache(Api::all(client.clone()), wake.clone()),
+        cluster_queues: cache(Api::all(client.clone()), wake.clone()),
+        local_queues: cache(Api::all(client.clone()), wake.clone()),
+        flavors: cache(Api::all(client.clone()), wake.clone()),
+        workload_classes: cache(Api::all(client.clone()), wake.clone()),
+        pod_classes: cache(Api::all(client.clone()), wake.clone()),
+        budgets: cache(Api::all(client.clone()), wake.clone()),
+        namespaces: cache(Api::all(client.clone()), wake.clone()),
+    };
+    futures::join!(
+        synced(&caches.workloads),
+        synced(&caches.cluster_queues),
+        synced(&caches.local_queues),
+        synced(&caches.flavors),
+        synced(&caches.workload_classes),
+        synced(&caches.pod_classes),
+        synced(&caches.budgets),
+        synced(&caches.namespaces),
+    );
+    ready.set_ready();
+    tracing::info!("caches synced; scheduling");
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "baton-worker".into(),
+            instance: std::env::var("POD_NAME").ok(),
+        },
+    );
+    let shell = Shell {
+        client,
+        recorder,
+        metrics,
+        caches,
+        wake,
+    };
+    let mut state = LoopState::default();
+    let mut resync = tokio::time::interval(RESYNC);
+    let stop = shutdown::requested();
+    tokio::pin!(stop);
+    // A cycle runs to its end (its writes included) before a stop or a lost lease is
+    // noticed: no decision is ever half applied.
+    loop {
+        tokio::select! {
+            woke = woken.recv() => if woke.is_none() { break },
+            _ = resync.tick() => state.capacity = None,
+            _ = &mut stop => break,
+            _ = leader::lost(&mut leadership) => {
+                anyhow::bail!("lost the leader Lease; stopping so that the new leader acts alone");
+            }
+        }
+        tokio::time::sleep(BATCH_WINDOW).await;
+        while woken.try_recv().is_ok() {}
+        cycle(&shell, &mut state).await;
+    }
+    if let Some(leadership) = leadership {
+        leadership.release().await;
+    }
+    Ok(())
+}
+
+/// The cache's workloads, with our recent writes standing in for objects the cache has not
+/// caught up with.
+fn merged_workloads(shell: &Shell, state: &mut LoopState) -> Vec<Arc<Workload>> {
+    let mut out = shell.caches.workloads.state();
+    let mut keep = HashSet::new();
+    for wl in &mut out {
+        let key = key_of(wl);
+        if let Some((replaced, written)) = state.overlay.get(&key)
+            && *replaced == wl.resource_version()
+        {
+            *wl = written.clone();
+            keep.insert(key);
+        }
+    }
+    state.overlay.retain(|k, _| keep.contains(k));
+    out
+}
+
+/// A status write to make, and what to tell about it.
+struct Write {
+    workload: Arc<Workload>,
+    status: WorkloadStatus,
+    event: Option<(EventType, &'static str, String)>,
+}
+
+async fn cycle(shell: &Shell, state: &mut LoopState) {
+    let started = Instant::now();
+    let now = Utc::now();
+    let workloads = merged_workloads(shell, state);
+    let c = &shell.caches;
+    let (cqs, lqs, rfs, wpcs, pcs, pdbs, nss) = (
+        c.cluster_queues.state(),
+        c.local_queues.state(),
+        c.flavors.state(),
+        c.workload_classes.state(),
+        c.pod_classes.state(),
+        c.budgets.state(),
+        c.namespaces.state(),
+    );
+    let objects = Objects {
+        workloads: &workloads,
+        cluster_queues: &cqs,
+        local_queues: &lqs,
+        flavors: &rfs,
+        workload_classes: &wpcs,
+        pod_classes: &pcs,
+        budgets: &pdbs,
+        namespaces: &nss,
+    };
+    let built = build(&objects, &state.in_flight);
+    report_class_problems(shell, state, &built.class_problems, &wpcs, &pcs);
+
+    // Set-aside workloads come back when their queue's capacity grows (a resync counts as
+    // growth everywhere).
+    let capacity = Capacity::of(&built.snapshot);
+    match &state.capacity {
+        Some(previous) => {
+            state.queues.requeue(&capacity.grown_since(previous));
+        }
+        None => {
+            state.queues.retain(|_| false);
+        }
+    }
+    state.capacity = Some(capacity);
+    state.queues.retain(|k| built.fingerprints.contains_key(k));
+    let active: Vec<_> = built
+        .pending
+        .iter()
+        .filter(|p| {
+            let fp = built
+                .fingerprints
+                .get(&p.workload.key)
+                .map(String::as_str)
+                .unwrap_or("");
+            state.queues.is_active(&p.workload.key, fp)
+        })
+        .cloned()
+        .collect();
+    let models = built.snapshot.queues.clone();
+    let mut snapshot = built.snapshot;
+    let decisions = schedule(&mut snapshot, &active, now);
+    shell
+        .metrics
+        .scheduling_cycle_duration
+        .observe(started.elapsed().as_secs_f64());
+
+    let by_key: HashMap<String, Arc<Workload>> =
+        workloads.iter().map(|w| (key_of(w), w.clone())).collect();
+    let queue_of: HashMap<&str, &str> = built
+        .pending
+        .iter()
+        .map(|p| (p.workload.key.as_str(), models[p.queue].name.as_str()))
+        .collect();
+    let mut writes = Vec::new();
+    for decision in &decisions {
+        let Some(wl) = by_key.get(&decision.key) else {
+            continue;
+        };
+        let queue = queue_of.get(decision.key.as_str()).copied().unwrap_or("");
+        plan_writes(shell, state, decision, wl, queue, &by_key, now, &mut writes);
+        if decision.set_aside {
+            let fp = built
+                .fingerprints
+                .get(&decision.key)
+                .map(String::as_str)
+                .unwrap_or("");
+            state.queues.set_aside(&decision.key, queue, fp);
+        } else {
+            state.queues.activate(&decision.key);
+        }
+    }
+    for problem in &built.problems {
+        let Some(wl) = by_key.get(&problem.key) else {
+            continue;
+        };
+        if let Some(status) = status::pending(wl, problem.reason, &problem.message, now) {
+            writes.push(Write {
+                workload: wl.clone(),
+                status,
+                event: Some((EventType::Warning, "Inadmissible", problem.message.clone())),
+            });
+        }
+    }
+    execute(shell, state, writes).await;
+
+    let statuses = queue_statuses(&merged_workloads(shell, state), &cqs, &lqs, &models, now);
+    write_queue_statuses(shell, statuses).await;
+    update_gauges(shell, state, &built.pending, &models, &workloads);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn plan_writes(
+    shell: &Shell,
+    state: &mut LoopState,
+    decision: &Decision,
+    wl: &Arc<Workload>,
+    queue: &str,
+    by_key: &HashMap<String, Arc<Workload>>,
+    now: chrono::DateTime<Utc>,
+    writes: &mut Vec<Write>,
+) {
+    let mut push = |workload: &Arc<Workload>,
+                    status: Option<WorkloadStatus>,
+                    event: Option<(EventType, &'static str, String)>| {
+        if let Some(status) = status {
+            writes.push(Write {
+                workload: workload.clone(),
+                status,
+                event,
+            });
+        }
+    };
+    match &decision.outcome {
+        Outcome::Admit => {
+            state.in_flight.remove(&decision.key);
+            if let Some(assignment) = &decision.assignment {
+                let waited = wl
+                    .metadata
+                    .creation_timestamp
+                    .as_ref()
+                    .map(|t| (now - baton_crds::time::to_chrono(t)).num_seconds())
+                    .unwrap_or(0);
+                push(
+                    wl,
+                    status::admitted(wl, queue, assignment, now),
+                    Some((
+                        EventType::Normal,
+                        "QuotaReserved",
+                        format!(
+                            "Quota reserved in ClusterQueue {queue}, wait time since queued was {waited}s"
+                        ),
+                    )),
+                );
+                shell
+                    .metrics
+                    .quota_reservations
+                    .get_or_create(&QueueLabel {
+                        cluster_queue: queue.to_string(),
+                    })
+                    .inc();
+            }
+        }
+        Outcome::Gated { victims, summary } => {
+            let closed: Vec<String> = gates(wl)
+                .into_iter()
+                .filter(|g| g.state == GateState::Closed)
+                .map(|g| g.name)
+                .collect();
+            let message = format!(
+                "The workload needs to preempt {victims} workload{} to reserve quota in ClusterQueue {queue} ({summary}), but preemption gate {} is Closed",
+                if *victims == 1 { "" } else { "s" },
+                closed.join(", ")
+            );
+            let was_blocked = wl.status.as_ref().is_some_and(|s| {
+                is_condition_true(&s.conditions, condition::QUOTA_RESERVATION_BLOCKED)
+            });
+            let event = (!was_blocked)
+                .then(|| (EventType::Normal, reason::PREEMPTION_GATED, message.clone()));
+            push(wl, status::gated(wl, &message, now), event);
+        }
+        Outcome::Preempt { victims, summary } => {
+            let names: Vec<&str> = victims.iter().map(|v| v.key.as_str()).collect();
+            state.in_flight.insert(
+                decision.key.clone(),
+                names.iter().map(|s| s.to_string()).collect(),
+            );
+            for victim in victims {
+                let Some(v) = by_key.get(&victim.key) else {
+                    continue;
+                };
+                let message = format!(
+                    "Preempted to accommodate workload {} due to {}",
+                    decision.key,
+                    status::preemption_cause(victim.reason)
+                );
+                push(
+                    v,
+                    status::evicted(v, &decision.key, victim.reason, now),
+                    Some((EventType::Normal, "Preempted", message)),
+                );
+                shell
+                    .metrics
+                    .preemptions
+                    .get_or_create(&ErrorLabel {
+                        reason: victim.reason.as_str().to_string(),
+                    })
+                    .inc();
+            }
+            let message = format!(
+                "Preempting {} to reserve quota in ClusterQueue {queue} ({summary})",
+                names.join(", ")
+            );
+            push(
+                wl,
+                status::preempting(wl, &message, now),
+                Some((EventType::Normal, "Preempting", message.clone())),
+            );
+        }
+        Outcome::Waiting { victims } => {
+            // Evictions that did not land (a conflict) are tried again, with the same victims.
+            for key in victims {
+                let Some(v) = by_key.get(key) else { continue };
+                push(
+                    v,
+                    status::evicted(
+                        v,
+                        &decision.key,
+                        super::core::preempt::PreemptReason::InClusterQueue,
+                        now,
+                    ),
+                    None,
+                );
+            }
+            let message = format!(
+                "Waiting for {} preempted workload(s) to release their quota",
+                victims.len()
+            );
+            push(wl, status::preempting(wl, &message, now), None);
+        }
+        Outcome::Pending { message } => {
+            let before = wl
+                .status
+                .as_ref()
+                .and_then(|s| find_condition(&s.conditions, condition::QUOTA_RESERVED))
+                .map(|c| c.message.clone());
+            let event = (before.as_deref() != Some(message.as_str()))
+                .then(|| (EventType::Normal, "Pending", message.clone()));
+            push(
+                wl,
+                status::pending(wl, reason::PENDING, message, now),
+                event,
+            );
+        }
+    }
+}
+
+async fn execute(shell: &Shell, state: &mut LoopState, writes: Vec<Write>) {
+    let results: Vec<(String, Option<String>, Result<Workload, kube::Error>)> =
+        futures::stream::iter(writes.into_iter().map(|w| async move {
+            let key = key_of(&w.workload);
+            let replaced = w.workload.resource_version();
+            let result = write_status(&shell.client, &w.workload, &w.status).await;
+            if result.is_ok()
+                && let Some((type_, why, note)) = w.event
+            {
+                publish(shell, w.workload.object_ref(&()), type_, why, note);
+            }
+            (key, replaced, result)
+        }))
+        .buffer_unordered(WRITE_CONCURRENCY)
+        .collect()
+        .await;
+    for (key, replaced, result) in results {
+        match result {
+            Ok(written) => {
+                state.overlay.insert(key, (replaced, Arc::new(written)));
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                shell.metrics.status_write_conflicts.inc();
+                tracing::debug!(workload = %key, "status write conflict; retrying next cycle");
+                let _ = shell.wake.send(());
+            }
+            Err(e) => {
+                tracing::warn!(workload = %key, error = %e, "cannot write workload status");
+                shell
+                    .metrics
+                    .reconcile_errors
+                    .get_or_create(&ErrorLabel {
+                        reason: "StatusWrite".into(),
+                    })
+                    .inc();
+                let _ = shell.wake.send(());
+            }
+        }
+    }
+}
+
+/// A merge patch of the whole status, guarded by the resourceVersion it was computed from.
+async fn write_status(
+    client: &Client,
+    wl: &Workload,
+    status: &WorkloadStatus,
+) -> Result<Workload, kube::Error> {
+    let api: Api<Workload> = Api::namespaced(client.clone(), &wl.namespace().unwrap_or_default());
+    let mut value = serde_json::to_value(status).map_err(kube::Error::SerdeError)?;
+    if status.admission.is_none()
+        && let Some(map) = value.as_object_mut()
+    {
+        // Merge patch: an absent key keeps the stored admission; null removes it.
+        map.insert("admission".into(), serde_json::Value::Null);
+    }
+    let patch = serde_json::json!({
+        "metadata": {"resourceVersion": wl.resource_version()},
+        "status": value,
+    });
+    api.patch_status(
+        &wl.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+}
+
+async fn write_queue_statuses(shell: &Shell, statuses: super::queue_status::QueueStatuses) {
+    for (name, status) in statuses.cluster_queues {
+        let api: Api<ClusterQueue> = Api::all(shell.client.clone());
+        let patch = serde_json::json!({ "status": status });
+        if let Err(e) = api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            tracing::debug!(cluster_queue = %name, error = %e, "cannot write ClusterQueue status");
+        }
+    }
+    for (namespace, name, status) in statuses.local_queues {
+        let api: Api<LocalQueue> = Api::namespaced(shell.client.clone(), &namespace);
+        let patch = serde_json::json!({ "status": status });
+        if let Err(e) = api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            tracing::debug!(local_queue = %name, error = %e, "cannot write LocalQueue status");
+        }
+    }
+}
+
+/// Publishes an event in the background: events never hold up a decision.
+fn publish(shell: &Shell, reference: ObjectReference, type_: EventType, why: &str, note: String) {
+    let recorder = shell.recorder.clone();
+    let event = Event {
+        type_,
+        reason: why.to_string(),
+        note: Some(note),
+        action: why.to_string(),
+        secondary: None,
+    };
+    tokio::spawn(async move {
+        if let Err(e) = recorder.publish(&event, &reference).await {
+            tracing::debug!(error = %e, "cannot publish event");
+        }
+    });
+}
+
+/// Malformed toleration annotations: a Warning event on the class and a metric, once each.
+fn report_class_problems(
+    shell: &Shell,
+    state: &mut LoopState,
+    problems: &[super::build::ClassProblem],
+    wpcs: &[Arc<WorkloadPriorityClass>],
+    pcs: &[Arc<PriorityClass>],
+) {
+    for p in problems {
+        let id = format!(
+            "{}/{}/{}/{}",
+            p.kind, p.name, p.problem.annotation, p.problem.message
+        );
+        if !state.reported_class_problems.insert(id) {
+            continue;
+        }
+        shell
+            .metrics
+            .class_annotation_errors
+            .get_or_create(&ClassLabel {
+                kind: p.kind.to_string(),
+                name: p.name.clone(),
+            })
+            .inc();
+        tracing::warn!(kind = p.kind, name = %p.name, annotation = %p.problem.annotation, "{}", p.problem.message);
+        let reference = match p.kind {
+            "WorkloadPriorityClass" => wpcs
+                .iter()
+                .find(|c| c.name_any() == p.name)
+                .map(|c| c.object_ref(&())),
+            _ => pcs
+                .iter()
+                .find(|c| c.name_any() == p.name)
+                .map(|c| c.object_ref(&())),
+        };
+        if let Some(reference) = reference {
+            publish(
+                shell,
+                reference,
+                EventType::Warning,
+                "InvalidAnnotation",
+                p.problem.message.clone(),
+            );
+        }
+    }
+}
+
+fn update_gauges(
+    shell: &Shell,
+    state: &LoopState,
+    pending: &[super::core::model::PendingModel],
+    models: &[super::core::model::QueueModel],
+    workloads: &[Arc<Workload>],
+) {
+    let set_aside = state.queues.counts();
+    let mut total: HashMap<&str, i64> = HashMap::new();
+    for p in pending {
+        *total.entry(models[p.queue].name.as_str()).or_default() += 1;
+    }
+    for m in models {
+        let all = total.get(m.name.as_str()).copied().unwrap_or(0);
+        let aside = set_aside.get(&m.name).copied().unwrap_or(0) as i64;
+        for (status, value) in [("active", (all - aside).max(0)), ("inadmissible", aside)] {
+            shell
+                .metrics
+                .pending_workloads
+                .get_or_create(&PendingLabel {
+                    cluster_queue: m.name.clone(),
+                    status: status.into(),
+                })
+                .set(value);
+        }
+    }
+    let gated = workloads
+        .iter()
+        .filter(|w| {
+            w.status.as_ref().is_some_and(|s| {
+                s.admission.is_none()
+                    && is_condition_true(&s.conditions, condition::QUOTA_RESERVATION_BLOCKED)
+            })
+        })
+        .count();
+    shell.metrics.preemption_gated.set(gated as i64);
+}

@@ -1,0 +1,149 @@
+use std::collections::BTreeMap;
+
+use baton_crds::Workload;
+use baton_crds::conditions::find_condition;
+use baton_crds::constants::{MULTIKUEUE_GATE, condition, reason};
+use baton_crds::gates::{gate_state, set_gate_state};
+use baton_crds::workload::{GateState, PreemptionGate};
+use chrono::{DateTime, Duration, TimeZone, Utc};
+
+use super::*;
+use crate::worker::core::assign::{Assignment, Mode, PodSetAssignment};
+
+fn t0() -> DateTime<Utc> {
+    Utc.timestamp_opt(1_700_000_000, 0)
+        .single()
+        .unwrap_or_default()
+}
+
+fn gated_workload() -> Workload {
+    let mut w: Workload = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "w", "namespace": "ns"},
+        "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]}
+    }))
+    .unwrap();
+    w.spec.preemption_gates = vec![PreemptionGate {
+        name: MULTIKUEUE_GATE.to_string(),
+    }];
+    w
+}
+
+fn assignment() -> Assignment {
+    Assignment {
+        mode: Mode::Fit,
+        borrowing: false,
+        pod_sets: vec![PodSetAssignment {
+            name: "main".into(),
+            count: 1,
+            flavors: BTreeMap::from([("cpu".to_string(), "default".to_string())]),
+            usage: BTreeMap::from([("cpu".to_string(), 1500)]),
+        }],
+        usage: Vec::new(),
+        short: Vec::new(),
+        reasons: Vec::new(),
+    }
+}
+
+fn status_of(w: &Workload, s: Option<WorkloadStatus>) -> Workload {
+    let mut w = w.clone();
+    w.status = Some(s.expect("a change"));
+    w
+}
+
+fn cond<'a>(
+    w: &'a Workload,
+    type_: &str,
+) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    find_condition(&w.status.as_ref().unwrap().conditions, type_).expect(type_)
+}
+
+#[test]
+fn any_write_initialises_missing_gate_entries_closed() {
+    let w = gated_workload();
+    let w = status_of(&w, pending(&w, reason::PENDING, "no quota", t0()));
+    let entries = &w.status.as_ref().unwrap().preemption_gates;
+    assert_eq!(entries.len(), 1);
+    assert_eq!(gate_state(&w, MULTIKUEUE_GATE), Some(GateState::Closed));
+}
+
+#[test]
+fn gated_keeps_its_transition_time_while_true() {
+    let w = gated_workload();
+    let w = status_of(&w, gated(&w, "needs 2 victims", t0()));
+    let blocked = cond(&w, condition::QUOTA_RESERVATION_BLOCKED);
+    assert_eq!(blocked.status, "True");
+    assert_eq!(blocked.reason, reason::PREEMPTION_GATED);
+    let later = t0() + Duration::seconds(30);
+    let w = status_of(&w, gated(&w, "needs 3 victims", later));
+    let blocked = cond(&w, condition::QUOTA_RESERVATION_BLOCKED);
+    assert_eq!(blocked.message, "needs 3 victims");
+    assert_eq!(
+        baton_crds::time::to_chrono(&blocked.last_transition_time),
+        t0()
+    );
+    // Same decision again: nothing to write.
+    assert!(gated(&w, "needs 3 victims", later).is_none());
+}
+
+#[test]
+fn admission_writes_the_assignment_and_clears_the_block() {
+    let w = gated_workload();
+    let w = status_of(&w, gated(&w, "needs 1 victim", t0()));
+    let w = status_of(&w, admitted(&w, "cq", &assignment(), t0()));
+    let status = w.status.as_ref().unwrap();
+    let admission = status.admission.as_ref().unwrap();
+    assert_eq!(admission.cluster_queue, "cq");
+    assert_eq!(admission.pod_set_assignments[0].flavors["cpu"].0, "default");
+    assert_eq!(
+        admission.pod_set_assignments[0].resource_usage["cpu"].0,
+        "1500m"
+    );
+    assert_eq!(cond(&w, condition::QUOTA_RESERVED).status, "True");
+    assert_eq!(cond(&w, condition::ADMITTED).status, "True");
+    assert_eq!(
+        cond(&w, condition::QUOTA_RESERVATION_BLOCKED).status,
+        "False"
+    );
+    assert!(admitted(&w, "cq", &assignment(), t0()).is_none());
+}
+
+#[test]
+fn eviction_releases_quota_and_closes_every_gate() {
+    let mut w = gated_workload();
+    w = status_of(&w, admitted(&w, "cq", &assignment(), t0()));
+    if let Some(s) = w.status.as_mut() {
+        set_gate_state(s, MULTIKUEUE_GATE, GateState::Open, t0());
+    }
+    let w = status_of(
+        &w,
+        evicted(&w, "ns/boss", PreemptReason::InCohortReclamation, t0()),
+    );
+    assert!(w.status.as_ref().unwrap().admission.is_none());
+    assert_eq!(gate_state(&w, MULTIKUEUE_GATE), Some(GateState::Closed));
+    let evicted_cond = cond(&w, condition::EVICTED);
+    assert_eq!(
+        (evicted_cond.status.as_str(), evicted_cond.reason.as_str()),
+        ("True", reason::PREEMPTED)
+    );
+    assert!(evicted_cond.message.contains("ns/boss"));
+    assert_eq!(cond(&w, condition::PREEMPTED).reason, "InCohortReclamation");
+    assert_eq!(cond(&w, condition::QUOTA_RESERVED).status, "False");
+    // Re-admission marks the old eviction as over.
+    let w = status_of(&w, admitted(&w, "cq", &assignment(), t0()));
+    assert_eq!(cond(&w, condition::EVICTED).status, "False");
+}
+
+#[test]
+fn pending_lifts_a_stale_block() {
+    let w = gated_workload();
+    let w = status_of(&w, gated(&w, "needs 1 victim", t0()));
+    let w = status_of(
+        &w,
+        pending(&w, reason::PENDING, "no victims any more", t0()),
+    );
+    assert_eq!(
+        cond(&w, condition::QUOTA_RESERVATION_BLOCKED).status,
+        "False"
+    );
+}

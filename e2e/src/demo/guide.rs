@@ -1,0 +1,94 @@
+//! What to type next: the kubectl commands printed once the controllers (and the demo) are
+//! up. Pure text, so it is tested as text.
+
+use std::path::Path;
+
+/// After `--controllers`: how to submit a Workload and follow it.
+pub fn try_it(dir: &Path, workers: usize) -> Vec<String> {
+    let d = dir.display();
+    let mut out = vec![
+        "Try it (in another terminal):".to_string(),
+        format!("  export KUBECONFIG={d}/manager.kubeconfig"),
+        format!("  kubectl apply -f {d}/workload.yaml        # job-1: 2 CPUs, LocalQueue user-queue, namespace default"),
+        "  kubectl get kwl                              # ADMITTED once a worker admits it".to_string(),
+        "  kubectl describe kwl job-1                   # events: dispatched, admitted on a worker, replicas removed".to_string(),
+    ];
+    if workers > 0 {
+        out.push(format!(
+            "  kubectl --kubeconfig {d}/worker-1.kubeconfig get kwl -A   # a replica"
+        ));
+    }
+    out.extend(common(dir, workers));
+    out
+}
+
+/// After the demo: where to look at what just happened. `winner` is the worker that ran the
+/// preemptor; `preemptor` its `namespace/name`.
+pub fn look_around(dir: &Path, workers: usize, winner: &str, preemptor: &str) -> Vec<String> {
+    let d = dir.display();
+    let (namespace, name) = preemptor.split_once('/').unwrap_or(("default", preemptor));
+    let mut out = vec![
+        "Look around (in another terminal):".to_string(),
+        format!("  export KUBECONFIG={d}/manager.kubeconfig"),
+        "  kubectl get kwl -A".to_string(),
+        format!(
+            "  kubectl describe kwl -n {namespace} {name}      # the manager's events: gate opened, admitted, replicas removed"
+        ),
+        format!(
+            "  kubectl --kubeconfig {d}/{winner}.kubeconfig get kwl -A   # the replica and its victims"
+        ),
+        format!(
+            "  kubectl --kubeconfig {d}/{winner}.kubeconfig describe kwl -n {namespace} {name}"
+        ),
+    ];
+    out.extend(common(dir, workers));
+    out
+}
+
+fn common(dir: &Path, workers: usize) -> Vec<String> {
+    let d = dir.display();
+    let workers_log = match workers {
+        0 => String::new(),
+        1 => format!(", {d}/worker-1.log"),
+        n => format!(", {d}/worker-1.log … {d}/worker-{n}.log"),
+    };
+    vec![
+        "  kubectl get mkc                              # worker connections".to_string(),
+        "  kubectl get cq -o wide".to_string(),
+        format!("Controller logs: {d}/manager.log{workers_log}"),
+        "Press Ctrl-C to stop the sandbox and its controllers.".to_string(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn look_around_points_at_the_winner_and_the_preemptor() {
+        let text = look_around(Path::new("/tmp/d"), 3, "worker-2", "demo/train-llm").join("\n");
+        for expected in [
+            "export KUBECONFIG=/tmp/d/manager.kubeconfig",
+            "kubectl get kwl -A",
+            "kubectl describe kwl -n demo train-llm",
+            "kubectl --kubeconfig /tmp/d/worker-2.kubeconfig get kwl -A",
+            "kubectl get cq -o wide",
+            "/tmp/d/worker-1.log … /tmp/d/worker-3.log",
+        ] {
+            assert!(text.contains(expected), "{expected:?} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn try_it_applies_the_sample() {
+        let text = try_it(Path::new("/tmp/d"), 1).join("\n");
+        assert!(
+            text.contains("kubectl apply -f /tmp/d/workload.yaml"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Controller logs: /tmp/d/manager.log, /tmp/d/worker-1.log"),
+            "{text}"
+        );
+    }
+}

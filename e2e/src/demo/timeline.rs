@@ -1,0 +1,451 @@
+//! The demo's timeline: facts observed on the clusters, merged into readable lines.
+//!
+//! Pure: facts and their times go in, text comes out. Facts that belong together (the same
+//! replica dispatched to three workers, two victims evicted in one scheduling cycle) arrive
+//! as separate watch events a few milliseconds apart; they are merged into one line when they
+//! arrive within [`MERGE_WINDOW`] of the line's first fact.
+
+use std::time::Duration;
+
+use super::style::{Console, Tone};
+
+/// How long a line stays open for facts of the same kind.
+pub const MERGE_WINDOW: Duration = Duration::from_millis(200);
+
+/// Something that happened, as the watches saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fact {
+    /// The preemptor was created on the manager.
+    Submitted {
+        workload: String,
+        priority: i32,
+        cpus: u32,
+    },
+    /// A replica appeared on a worker; `gated` when it carries a Closed preemption gate.
+    Dispatched { cluster: String, gated: bool },
+    /// A replica could reserve quota only by preempting, and its gate is Closed.
+    Gated { cluster: String, need: String },
+    /// The manager opened a replica's gate (passed it the baton).
+    GateOpened { cluster: String },
+    /// A workload that was running on a worker was evicted.
+    Preempted { cluster: String, victim: String },
+    /// A replica reserved quota on its worker.
+    Admitted { cluster: String },
+    /// The manager recorded the worker the workload runs on.
+    Placed { cluster: String },
+    /// The manager deleted a replica that lost.
+    ReplicaRemoved { cluster: String },
+    /// An evicted workload got quota again.
+    Readmitted { cluster: String, workload: String },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Submitted,
+    Dispatched,
+    Gated,
+    GateOpened,
+    Preempted,
+    Admitted,
+    Placed,
+    ReplicaRemoved,
+    Readmitted,
+}
+
+impl Kind {
+    /// Kinds whose lines list workloads on one cluster; the others list clusters.
+    fn lists_workloads(self) -> bool {
+        matches!(self, Kind::Preempted | Kind::Readmitted)
+    }
+}
+
+/// One printed line: a kind, when it started, the clusters and workloads it covers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Line {
+    pub at: Duration,
+    kind: Kind,
+    clusters: Vec<String>,
+    workloads: Vec<String>,
+    /// What must be equal for two facts to share a line (besides the kind).
+    detail: String,
+}
+
+impl Line {
+    fn of(at: Duration, fact: Fact) -> Self {
+        let (kind, cluster, workload, detail) = match fact {
+            Fact::Submitted {
+                workload,
+                priority,
+                cpus,
+            } => (
+                Kind::Submitted,
+                None,
+                Some(workload),
+                format!("priority {priority}, {cpus} CPU{}", plural(cpus as usize)),
+            ),
+            Fact::Dispatched { cluster, gated } => (
+                Kind::Dispatched,
+                Some(cluster),
+                None,
+                if gated { "gate Closed" } else { "no gate" }.to_string(),
+            ),
+            Fact::Gated { cluster, need } => (Kind::Gated, Some(cluster), None, need),
+            Fact::GateOpened { cluster } => (Kind::GateOpened, Some(cluster), None, String::new()),
+            Fact::Preempted { cluster, victim } => {
+                (Kind::Preempted, Some(cluster), Some(victim), String::new())
+            }
+            Fact::Admitted { cluster } => (Kind::Admitted, Some(cluster), None, String::new()),
+            Fact::Placed { cluster } => (Kind::Placed, Some(cluster), None, String::new()),
+            Fact::ReplicaRemoved { cluster } => {
+                (Kind::ReplicaRemoved, Some(cluster), None, String::new())
+            }
+            Fact::Readmitted { cluster, workload } => (
+                Kind::Readmitted,
+                Some(cluster),
+                Some(workload),
+                String::new(),
+            ),
+        };
+        Line {
+            at,
+            kind,
+            clusters: cluster.into_iter().collect(),
+            workloads: workload.into_iter().collect(),
+            detail,
+        }
+    }
+
+    /// Takes `other` into this line when they belong together; gives it back otherwise.
+    fn absorb(&mut self, other: Line) -> Option<Line> {
+        let fits = self.kind == other.kind
+            && self.detail == other.detail
+            && other.at.saturating_sub(self.at) <= MERGE_WINDOW
+            && !matches!(self.kind, Kind::Submitted | Kind::Placed)
+            && (!self.kind.lists_workloads() || self.clusters == other.clusters);
+        if !fits {
+            return Some(other);
+        }
+        let (mine, theirs) = if self.kind.lists_workloads() {
+            (&mut self.workloads, other.workloads)
+        } else {
+            (&mut self.clusters, other.clusters)
+        };
+        for item in theirs {
+            if !mine.contains(&item) {
+                mine.push(item);
+            }
+        }
+        None
+    }
+
+    /// The line as printed, e.g. `+0.40s  preempted on worker-2: low-1, low-2`.
+    pub fn render(&self, console: &Console) -> String {
+        let clusters = self.clusters.join(", ");
+        let workloads = self.workloads.join(", ");
+        let (tone, verb, rest) = match self.kind {
+            Kind::Submitted => (
+                Tone::Bold,
+                "submitted",
+                format!(" {workloads} ({}) on the manager", self.detail),
+            ),
+            Kind::Dispatched => (
+                Tone::Dim,
+                "dispatched",
+                format!(" to {clusters} ({})", self.detail),
+            ),
+            Kind::Gated => (
+                Tone::Waiting,
+                "gated",
+                format!(" on {clusters}: {}", self.detail),
+            ),
+            Kind::GateOpened => (Tone::Waiting, "gate opened", format!(" on {clusters}")),
+            Kind::Preempted => (
+                Tone::Bad,
+                "preempted",
+                format!(" on {clusters}: {workloads}"),
+            ),
+            Kind::Admitted => (Tone::Good, "admitted", format!(" on {clusters}")),
+            Kind::Placed => (
+                Tone::Good,
+                "admitted",
+                format!(" on the manager: runs on {clusters}"),
+            ),
+            Kind::ReplicaRemoved => (
+                Tone::Dim,
+                if self.clusters.len() == 1 {
+                    "replica removed"
+                } else {
+                    "replicas removed"
+                },
+                format!(" from {clusters}"),
+            ),
+            Kind::Readmitted => (
+                Tone::Good,
+                "re-admitted",
+                format!(" on {clusters}: {workloads}"),
+            ),
+        };
+        let time = format!("{:<8}", format!("+{:.2}s", self.at.as_secs_f64()));
+        format!(
+            "{}{}{rest}",
+            console.paint(Tone::Dim, &time),
+            console.paint(tone, verb)
+        )
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Lines still open for merging, oldest first.
+#[derive(Debug, Default)]
+pub struct Timeline {
+    open: Vec<Line>,
+}
+
+impl Timeline {
+    /// Adds a fact seen `at` after the submission.
+    pub fn push(&mut self, at: Duration, fact: Fact) {
+        let mut line = Line::of(at, fact);
+        for open in &mut self.open {
+            match open.absorb(line) {
+                None => return,
+                Some(back) => line = back,
+            }
+        }
+        self.open.push(line);
+        // Watches of different clusters deliver out of order by a few milliseconds.
+        self.open.sort_by_key(|l| l.at);
+    }
+
+    /// Lines whose merge window has passed by `now`, in order; they are final.
+    pub fn ready(&mut self, now: Duration) -> Vec<Line> {
+        let closed = self
+            .open
+            .iter()
+            .take_while(|l| l.at + MERGE_WINDOW <= now)
+            .count();
+        self.open.drain(..closed).collect()
+    }
+
+    /// Every line still open (at the end of the scenario).
+    pub fn finish(&mut self) -> Vec<Line> {
+        std::mem::take(&mut self.open)
+    }
+}
+
+/// The closing line: how many clusters evicted something, against the other mode.
+pub fn summary(preempting: &[String], workers: usize, orchestrated: bool) -> String {
+    let n = preempting.len();
+    let which = if preempting.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", preempting.join(", "))
+    };
+    let other = if orchestrated {
+        // Not measured in this run: every worker that holds a replica may preempt.
+        format!("without orchestration: up to {workers}")
+    } else {
+        "with orchestration: 1".to_string()
+    };
+    format!("preemptions: {n} cluster{}{which} ({other})", plural(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PLAIN: Console = Console { colour: false };
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn render_all(lines: &[Line]) -> Vec<String> {
+        lines.iter().map(|l| l.render(&PLAIN)).collect()
+    }
+
+    fn dispatched(cluster: &str) -> Fact {
+        Fact::Dispatched {
+            cluster: cluster.into(),
+            gated: true,
+        }
+    }
+
+    fn preempted(cluster: &str, victim: &str) -> Fact {
+        Fact::Preempted {
+            cluster: cluster.into(),
+            victim: victim.into(),
+        }
+    }
+
+    #[test]
+    fn submitted_line_names_priority_and_demand() {
+        let line = Line::of(
+            ms(0),
+            Fact::Submitted {
+                workload: "demo/train-llm".into(),
+                priority: 1000,
+                cpus: 2,
+            },
+        );
+        assert_eq!(
+            line.render(&PLAIN),
+            "+0.00s  submitted demo/train-llm (priority 1000, 2 CPUs) on the manager"
+        );
+    }
+
+    #[test]
+    fn replicas_dispatched_together_share_a_line() {
+        let mut t = Timeline::default();
+        t.push(ms(50), dispatched("worker-1"));
+        t.push(ms(52), dispatched("worker-2"));
+        t.push(ms(55), dispatched("worker-3"));
+        assert!(t.ready(ms(100)).is_empty(), "the line is still open");
+        assert_eq!(
+            render_all(&t.ready(ms(300))),
+            ["+0.05s  dispatched to worker-1, worker-2, worker-3 (gate Closed)"]
+        );
+    }
+
+    #[test]
+    fn victims_merge_per_cluster_only() {
+        let mut t = Timeline::default();
+        t.push(ms(400), preempted("worker-2", "low-1"));
+        t.push(ms(401), preempted("worker-1", "low-3"));
+        t.push(ms(402), preempted("worker-2", "low-2"));
+        assert_eq!(
+            render_all(&t.finish()),
+            [
+                "+0.40s  preempted on worker-2: low-1, low-2",
+                "+0.40s  preempted on worker-1: low-3"
+            ]
+        );
+    }
+
+    #[test]
+    fn facts_outside_the_window_start_a_new_line() {
+        let mut t = Timeline::default();
+        t.push(ms(0), dispatched("worker-1"));
+        t.push(ms(500), dispatched("worker-2"));
+        assert_eq!(t.finish().len(), 2);
+    }
+
+    #[test]
+    fn gated_lines_merge_only_with_the_same_need() {
+        let mut t = Timeline::default();
+        let gated = |c: &str, need: &str| Fact::Gated {
+            cluster: c.into(),
+            need: need.into(),
+        };
+        t.push(ms(200), gated("worker-1", "needs to preempt 2 workloads"));
+        t.push(ms(210), gated("worker-3", "needs to preempt 2 workloads"));
+        t.push(ms(220), gated("worker-2", "needs to preempt 1 workload"));
+        assert_eq!(
+            render_all(&t.finish()),
+            [
+                "+0.20s  gated on worker-1, worker-3: needs to preempt 2 workloads",
+                "+0.22s  gated on worker-2: needs to preempt 1 workload"
+            ]
+        );
+    }
+
+    #[test]
+    fn lines_come_out_in_time_order_even_when_reported_late() {
+        let mut t = Timeline::default();
+        t.push(
+            ms(450),
+            Fact::Admitted {
+                cluster: "worker-2".into(),
+            },
+        );
+        t.push(
+            ms(310),
+            Fact::GateOpened {
+                cluster: "worker-2".into(),
+            },
+        );
+        assert_eq!(
+            render_all(&t.ready(ms(600))),
+            ["+0.31s  gate opened on worker-2"]
+        );
+        assert_eq!(render_all(&t.finish()), ["+0.45s  admitted on worker-2"]);
+    }
+
+    #[test]
+    fn other_kinds_read_naturally() {
+        let mut t = Timeline::default();
+        let removed = |c: &str| Fact::ReplicaRemoved { cluster: c.into() };
+        t.push(ms(600), removed("worker-1"));
+        t.push(ms(601), removed("worker-3"));
+        t.push(
+            ms(900),
+            Fact::Readmitted {
+                cluster: "worker-1".into(),
+                workload: "low-1".into(),
+            },
+        );
+        t.push(
+            ms(1000),
+            Fact::Placed {
+                cluster: "worker-2".into(),
+            },
+        );
+        t.push(
+            ms(1500),
+            Fact::Dispatched {
+                cluster: "worker-1".into(),
+                gated: false,
+            },
+        );
+        assert_eq!(
+            render_all(&t.finish()),
+            [
+                "+0.60s  replicas removed from worker-1, worker-3",
+                "+0.90s  re-admitted on worker-1: low-1",
+                "+1.00s  admitted on the manager: runs on worker-2",
+                "+1.50s  dispatched to worker-1 (no gate)"
+            ]
+        );
+    }
+
+    #[test]
+    fn long_runs_keep_the_columns_readable() {
+        let line = Line::of(
+            Duration::from_secs_f64(12.345),
+            Fact::GateOpened {
+                cluster: "worker-1".into(),
+            },
+        );
+        assert_eq!(line.render(&PLAIN), "+12.35s gate opened on worker-1");
+    }
+
+    #[test]
+    fn colour_marks_time_and_verb() {
+        let line = Line::of(ms(0), preempted("worker-1", "low-1"));
+        let painted = line.render(&Console { colour: true });
+        assert!(painted.contains("\x1b[31mpreempted\x1b[0m"), "{painted:?}");
+        assert!(painted.starts_with("\x1b[2m+0.00s"), "{painted:?}");
+    }
+
+    #[test]
+    fn summary_reports_the_measured_count_and_names_the_other_mode_honestly() {
+        assert_eq!(
+            summary(&["worker-2".into()], 3, true),
+            "preemptions: 1 cluster: worker-2 (without orchestration: up to 3)"
+        );
+        assert_eq!(
+            summary(
+                &["worker-1".into(), "worker-2".into(), "worker-3".into()],
+                3,
+                false
+            ),
+            "preemptions: 3 clusters: worker-1, worker-2, worker-3 (with orchestration: 1)"
+        );
+        assert_eq!(
+            summary(&[], 3, true),
+            "preemptions: 0 clusters (without orchestration: up to 3)"
+        );
+    }
+}

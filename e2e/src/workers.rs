@@ -1,0 +1,123 @@
+//! The worker side of the MultiKueue environment: Kueue queues on the worker clusters and
+//! the real `baton worker` shim running against them.
+
+use baton_crds::conditions::is_condition_true;
+use baton_crds::constants::condition;
+use baton_crds::workload::Workload;
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+
+use crate::multikueue::{Env, ManagerProcess, apply};
+
+/// Merges `extra` into `base`, object by object (a small JSON merge patch).
+fn merge(base: &mut Value, extra: &Value) {
+    match (base, extra) {
+        (Value::Object(b), Value::Object(e)) => {
+            for (k, v) in e {
+                merge(b.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+        (b, e) => *b = e.clone(),
+    }
+}
+
+impl Env {
+    /// Installs on worker `i` a flavor, a ClusterQueue of `cpus` CPUs (lower-priority
+    /// preemption within the queue; `extra` is merged into its spec) and the LocalQueue
+    /// `user-queue`: the same names the manager routes to.
+    pub async fn install_worker_queues(
+        &self,
+        i: usize,
+        cpus: u32,
+        extra: Value,
+    ) -> anyhow::Result<()> {
+        let client = self.worker_client(i);
+        let (flavor, cq) = (self.name("default-flavor"), self.cluster_queue());
+        let mut spec = json!({"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                {"name": flavor, "resources": [{"name": "cpu", "nominalQuota": cpus}]}]}],
+                "preemption": {"withinClusterQueue": "LowerPriority"}});
+        merge(&mut spec, &extra);
+        let docs = [
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": flavor}}),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": cq}, "spec": spec}),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                   "metadata": {"name": "user-queue", "namespace": self.namespace}, "spec": {"clusterQueue": cq}}),
+        ];
+        for doc in docs {
+            let resource = apply(&client, doc.clone()).await?;
+            if doc["metadata"]["namespace"].is_null() {
+                self.base.track(
+                    i,
+                    resource,
+                    doc["metadata"]["name"].as_str().unwrap_or_default(),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts `baton worker` against worker `i`.
+    pub fn start_worker(&mut self, i: usize, config_yaml: &str) -> anyhow::Result<ManagerProcess> {
+        let kubeconfig = self.kubeconfig(&format!("worker-{i}"));
+        // The leader Lease lives in the environment's namespace (it exists on every cluster).
+        let namespace = self.namespace.clone();
+        self.start_baton(
+            "worker",
+            &kubeconfig,
+            &["--namespace", &namespace],
+            config_yaml,
+        )
+    }
+
+    /// Creates a Workload directly on worker `i` (local work, not a replica): one pod set of
+    /// `cpus` CPUs, with `priority` and an optional priority class and labels.
+    pub async fn submit_on_worker(
+        &self,
+        i: usize,
+        name: &str,
+        cpus: u32,
+        priority: i32,
+        extra: Value,
+    ) -> anyhow::Result<Workload> {
+        let mut doc = json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": name, "namespace": self.namespace},
+            "spec": {"queueName": "user-queue", "priority": priority, "podSets": [{"name": "main", "count": 1, "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpus.to_string()}}}]}}}]},
+        });
+        merge(&mut doc, &extra);
+        let wl: Workload = serde_json::from_value(doc)?;
+        Ok(self
+            .worker_workloads(i)
+            .create(&PostParams::default(), &wl)
+            .await?)
+    }
+
+    /// Worker `i`'s Workload `name`, if it exists.
+    pub async fn worker_workload(&self, i: usize, name: &str) -> Option<Workload> {
+        let api: Api<Workload> = self.worker_workloads(i);
+        api.get_opt(name).await.ok().flatten()
+    }
+}
+
+/// Whether the workload holds quota.
+pub fn is_admitted(wl: &Workload) -> bool {
+    wl.status.as_ref().is_some_and(|s| {
+        s.admission.is_some() && is_condition_true(&s.conditions, condition::QUOTA_RESERVED)
+    })
+}
+
+/// Whether the workload waits on a Closed preemption gate.
+pub fn is_gated(wl: &Workload) -> bool {
+    wl.status
+        .as_ref()
+        .is_some_and(|s| is_condition_true(&s.conditions, condition::QUOTA_RESERVATION_BLOCKED))
+}
+
+/// Whether the workload was evicted (preempted).
+pub fn is_evicted(wl: &Workload) -> bool {
+    wl.status
+        .as_ref()
+        .is_some_and(|s| is_condition_true(&s.conditions, condition::EVICTED))
+}

@@ -1,0 +1,596 @@
+//! The chart's RBAC, enforced: the ServiceAccounts, Roles, ClusterRoles and bindings that
+//! `helm template` renders for the manager and for the workers (with `managerAccess`) are
+//! installed into testbed clusters, and the real `baton manager` and `baton worker` binaries
+//! run with exactly those permissions:
+//!
+//! - the manager as the chart's manager ServiceAccount on the manager cluster, and towards
+//!   each worker with the chart's manager-access token (the kubeconfig Secrets the manager
+//!   reads hold a kubeconfig built from the chart's token Secret, nothing else);
+//! - each worker shim as the chart's worker ServiceAccount on its cluster.
+//!
+//! With the chart as it is, the whole KEP-8303 flow works and no controller is ever denied
+//! anything. With one verb the controllers need taken out of the rendered rules, the flow
+//! fails, and fails with a 403 naming that verb.
+//!
+//! Rendering needs Helm 3: `$HELM`, else `helm` on PATH; without it the tests print
+//! "skipped: no helm" and pass.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use baton_crds::conditions::is_condition_true;
+use baton_crds::constants::{MULTIKUEUE_GATE, condition, reason};
+use baton_crds::gates::gate_state;
+use baton_crds::multikueue::MultiKueueCluster;
+use baton_crds::workload::{CheckState, GateState, Workload};
+use baton_e2e::chart::{
+    Controller, component, denials, granted_to, install, name_of, rbac_objects, render, revoke,
+    token_of,
+};
+use baton_e2e::harness::service_account::token_kubeconfig;
+use baton_e2e::multikueue::{Env, eventually};
+use baton_e2e::workers::{is_admitted, is_evicted, is_gated};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Event, Secret};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(30);
+const KUEUE: &str = "kueue.x-k8s.io";
+
+fn helm_or_skip() -> Option<PathBuf> {
+    let helm = baton_e2e::chart::helm().expect("HELM");
+    if helm.is_none() {
+        eprintln!("skipped: no helm");
+    }
+    helm
+}
+
+/// Testbed (or real) clusters holding only what the chart renders for Baton's identities, and
+/// the controllers running as those identities.
+struct ChartEnv {
+    env: Env,
+    dir: tempfile::TempDir,
+    /// The namespace of the worker releases (the manager's is `env.namespace`).
+    worker_namespace: String,
+    manager_kubeconfig: PathBuf,
+    worker_kubeconfigs: Vec<PathBuf>,
+    config: PathBuf,
+    processes: Vec<Controller>,
+}
+
+impl ChartEnv {
+    /// Renders both modes, lets `edit` change the manager's and the workers' objects, installs
+    /// them, and points the manager's kubeconfig Secrets at the workers' manager-access token.
+    async fn start(
+        helm: &Path,
+        workers: usize,
+        edit: impl FnOnce(&mut Vec<Value>, &mut Vec<Value>),
+    ) -> Self {
+        let env = Env::start(workers).await.expect("env");
+        let worker_namespace = env.base.namespace("baton-system").await.expect("namespace");
+        // Cluster-scoped names must not collide on shared real clusters.
+        let release = if env.is_testbed() {
+            "baton".to_string()
+        } else {
+            env.namespace.clone()
+        };
+        let mut manager_docs = rbac_objects(
+            &render(helm, &release, &env.namespace, &["--set", "mode=manager"])
+                .expect("manager render"),
+        );
+        let mut worker_docs = rbac_objects(
+            &render(
+                helm,
+                &release,
+                &worker_namespace,
+                &[
+                    "--set",
+                    "mode=worker",
+                    "--set",
+                    "managerAccess.enabled=true",
+                ],
+            )
+            .expect("worker render"),
+        );
+        edit(&mut manager_docs, &mut worker_docs);
+
+        let manager_sa = name_of(&manager_docs, "ServiceAccount", "manager").expect("manager SA");
+        let worker_sa = name_of(&worker_docs, "ServiceAccount", "worker").expect("worker SA");
+        let token_secret =
+            name_of(&worker_docs, "Secret", "manager-access").expect("manager-access token");
+
+        let manager = env.base.manager();
+        for (resource, name) in install(&manager.client, &manager_docs)
+            .await
+            .expect("install the manager's RBAC")
+        {
+            env.base.track(0, resource, &name);
+        }
+        let manager_kubeconfig = manager
+            .service_account_kubeconfig(&env.namespace, &manager_sa)
+            .await
+            .expect("manager kubeconfig");
+
+        let secrets: Api<Secret> = Api::namespaced(env.manager_client(), &env.namespace);
+        let mut worker_kubeconfigs = Vec::new();
+        for (i, worker) in env.base.workers().iter().enumerate() {
+            for (resource, name) in install(&worker.client, &worker_docs)
+                .await
+                .expect("install the worker's RBAC")
+            {
+                env.base.track(i + 1, resource, &name);
+            }
+            worker_kubeconfigs.push(
+                worker
+                    .service_account_kubeconfig(&worker_namespace, &worker_sa)
+                    .await
+                    .expect("worker kubeconfig"),
+            );
+            // What hack/connect-worker.sh does: the chart's token Secret, filled by the
+            // cluster, becomes the manager's kubeconfig for this worker.
+            let token = token_of(&worker.client, &worker_namespace, &token_secret, WAIT)
+                .await
+                .expect("manager-access token");
+            let kubeconfig = match worker.testbed.as_deref() {
+                Some(tc) => tc.token_kubeconfig(&token, &worker_namespace),
+                None => token_kubeconfig(&worker.kubeconfig, &token, &worker_namespace)
+                    .expect("kubeconfig"),
+            };
+            let encoded = {
+                use base64::Engine;
+                base64::engine::general_purpose::STANDARD.encode(&kubeconfig)
+            };
+            secrets
+                .patch(
+                    &format!("{}-kubeconfig", env.cluster(i + 1)),
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"data": {"kubeconfig": encoded}})),
+                )
+                .await
+                .expect("replace the admin kubeconfig Secret");
+            env.install_worker_queues(i + 1, 4, json!({}))
+                .await
+                .expect("queues");
+        }
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = dir.path().join("config.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "metricsBindAddress: 127.0.0.1:0\nhealthProbeBindAddress: 127.0.0.1:0\n\
+                 leaderElection: {{enabled: false}}\norigin: {}\n\
+                 singleClusterPreemptionTimeout: 60s\ngcInterval: 1s\n",
+                env.origin
+            ),
+        )
+        .expect("config");
+        ChartEnv {
+            env,
+            dir,
+            worker_namespace,
+            manager_kubeconfig,
+            worker_kubeconfigs,
+            config,
+            processes: Vec::new(),
+        }
+    }
+
+    fn start_worker(&mut self, i: usize) {
+        let name = format!("worker-{i}");
+        let process = Controller::start(
+            &name,
+            "worker",
+            &self.worker_kubeconfigs[i - 1],
+            &self.config,
+            &["--namespace", &self.worker_namespace],
+            self.dir.path().join(format!("{name}.log")),
+        )
+        .expect("baton worker");
+        self.processes.push(process);
+    }
+
+    fn start_manager(&mut self) {
+        let process = Controller::start(
+            "manager",
+            "manager",
+            &self.manager_kubeconfig,
+            &self.config,
+            &["--namespace", &self.env.namespace],
+            self.dir.path().join("manager.log"),
+        )
+        .expect("baton manager");
+        self.processes.push(process);
+    }
+
+    fn process(&self, name: &str) -> &Controller {
+        self.processes
+            .iter()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("no process {name}"))
+    }
+
+    /// Fills worker `i` with four 1-CPU low-priority workloads and waits until they run.
+    async fn fill(&self, i: usize) {
+        for j in 1..=4 {
+            self.env
+                .submit_on_worker(i, &format!("low-{j}"), 1, 0, json!({}))
+                .await
+                .expect("low");
+        }
+        for j in 1..=4 {
+            let name = format!("low-{j}");
+            eventually(WAIT, &format!("{name} admitted on worker-{i}"), || async {
+                self.env.worker_workload(i, &name).await.filter(is_admitted)
+            })
+            .await;
+        }
+    }
+
+    /// Waits until the manager reports every worker cluster connected.
+    async fn clusters_active(&self) {
+        let api: Api<MultiKueueCluster> = Api::all(self.env.manager_client());
+        for i in 1..=self.env.worker_count() {
+            let name = self.env.cluster(i);
+            eventually(
+                WAIT,
+                &format!("MultiKueueCluster {name} Active"),
+                || async {
+                    let mkc = api.get_opt(&name).await.ok().flatten()?;
+                    mkc.status
+                        .filter(|s| is_condition_true(&s.conditions, "Active"))
+                        .map(|_| ())
+                },
+            )
+            .await;
+        }
+    }
+}
+
+impl Drop for ChartEnv {
+    /// A failing test shows what the controllers said.
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for p in &self.processes {
+                eprintln!("--- {} ({})\n{}", p.name, p.log.display(), p.log_text());
+            }
+        }
+    }
+}
+
+/// Submits the high-priority 2-CPU workload on the manager.
+async fn submit_high(env: &Env) {
+    let wl: Workload = serde_json::from_value(json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "high", "namespace": env.namespace},
+        "spec": {"queueName": "user-queue", "priority": 1000, "podSets": [{"name": "main", "count": 2, "template": {"spec": {
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+    }))
+    .expect("workload");
+    env.manager_workloads()
+        .create(&PostParams::default(), &wl)
+        .await
+        .expect("submit");
+}
+
+/// What a watch on one worker saw of the replica `high`.
+#[derive(Default, Debug, Clone, Copy)]
+struct Seen {
+    /// Waiting on its Closed gate (QuotaReservationBlocked, reason PreemptionGated).
+    gated: bool,
+    /// Its gate Open.
+    opened: bool,
+}
+
+/// A watch task, stopped when dropped (while the clusters are still up: a watch left running
+/// into the runtime's shutdown could spin on errors and keep the runtime from stopping).
+struct Watch {
+    seen: Arc<Mutex<Seen>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Watch {
+    fn seen(&self) -> Seen {
+        *self.seen.lock().expect("lock")
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Records every version of the replica `high` on worker `i`.
+fn watch_high(env: &Env, i: usize) -> Watch {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let record = seen.clone();
+    let api = env.worker_workloads(i);
+    let task = tokio::spawn(async move {
+        let config = watcher::Config::default().fields("metadata.name=high");
+        let mut stream = watcher(api, config).default_backoff().boxed();
+        while let Some(event) = stream.next().await {
+            let wl = match event {
+                Ok(watcher::Event::Apply(wl) | watcher::Event::InitApply(wl)) => wl,
+                _ => continue,
+            };
+            let gate = gate_state(&wl, MULTIKUEUE_GATE);
+            let blocked_by_gate = wl.status.as_ref().is_some_and(|st| {
+                st.conditions.iter().any(|c| {
+                    c.type_ == condition::QUOTA_RESERVATION_BLOCKED
+                        && c.status == "True"
+                        && c.reason == reason::PREEMPTION_GATED
+                })
+            });
+            let mut s = record.lock().expect("lock");
+            s.gated |= is_gated(&wl) && blocked_by_gate && gate == Some(GateState::Closed);
+            s.opened |= gate == Some(GateState::Open);
+        }
+    });
+    Watch { seen, task }
+}
+
+/// The reasons of the Events about `name` in `namespace` (core/v1 view of every Event).
+async fn event_reasons(client: kube::Client, namespace: &str, name: &str) -> Vec<String> {
+    let api: Api<Event> = Api::namespaced(client, namespace);
+    api.list(&Default::default())
+        .await
+        .map(|list| {
+            list.items
+                .into_iter()
+                .filter(|e| e.involved_object.name.as_deref() == Some(name))
+                .filter_map(|e| e.reason)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controllers_need_no_permission_the_chart_does_not_grant() {
+    let Some(helm) = helm_or_skip() else { return };
+    let started = std::time::Instant::now();
+    let mut ce = ChartEnv::start(&helm, 2, |_, _| {}).await;
+    for i in 1..=2 {
+        ce.start_worker(i);
+    }
+    for i in 1..=2 {
+        ce.fill(i).await;
+    }
+    let watches = [watch_high(&ce.env, 1), watch_high(&ce.env, 2)];
+    ce.start_manager();
+    ce.clusters_active().await;
+    submit_high(&ce.env).await;
+
+    // The manager admits `high` where it ran.
+    let env = &ce.env;
+    let cluster = eventually(WAIT, "high admitted on the manager", || async {
+        let wl = env
+            .manager_workloads()
+            .get_opt("high")
+            .await
+            .ok()
+            .flatten()?;
+        let status = wl.status?;
+        let cluster = status.cluster_name.clone()?;
+        let ready = status
+            .admission_checks
+            .iter()
+            .any(|c| c.name == env.check() && c.state == CheckState::Ready);
+        (is_condition_true(&status.conditions, condition::ADMITTED) && ready).then_some(cluster)
+    })
+    .await;
+    let winner = (1..=2)
+        .find(|i| env.cluster(*i) == cluster)
+        .unwrap_or_else(|| panic!("admitted on an unknown cluster {cluster}"));
+    let loser = 3 - winner;
+
+    // The loser's replica is deleted; the winner's runs after preempting two victims.
+    eventually(WAIT, "the losing replica deleted", || async {
+        env.worker_workloads(loser)
+            .get_opt("high")
+            .await
+            .ok()
+            .map(|r| r.is_none().then_some(()))?
+    })
+    .await;
+    let replica = env.replica(winner, "high").await.expect("winner's replica");
+    assert!(is_admitted(&replica), "{replica:?}");
+    let seen: Vec<Seen> = watches.iter().map(Watch::seen).collect();
+    assert!(
+        seen.iter().all(|s| s.gated),
+        "both replicas waited on their gate: {seen:?}"
+    );
+    assert!(
+        seen[winner - 1].opened,
+        "the winner's gate opened: {seen:?}"
+    );
+    assert!(!seen[loser - 1].opened, "one gate only: {seen:?}");
+    let mut evicted = Vec::new();
+    for i in 1..=2 {
+        let mut n = 0;
+        for j in 1..=4 {
+            if env
+                .worker_workload(i, &format!("low-{j}"))
+                .await
+                .is_some_and(|w| is_evicted(&w))
+            {
+                n += 1;
+            }
+        }
+        evicted.push(n);
+    }
+    let mut expected = vec![0, 0];
+    expected[winner - 1] = 2;
+    assert_eq!(evicted, expected, "victims per worker");
+
+    // Events got through: the manager's on its Workload and (as manager-access) on the
+    // winner's replica, the worker shim's on its victims.
+    eventually(WAIT, "the manager's events", || async {
+        let reasons = event_reasons(env.manager_client(), &env.namespace, "high").await;
+        (reasons.iter().any(|r| r == "PreemptionGateOpened")
+            && reasons.iter().any(|r| r == "AdmittedOnCluster"))
+        .then_some(())
+    })
+    .await;
+    eventually(
+        WAIT,
+        "the manager's event on the winner's replica",
+        || async {
+            let reasons = event_reasons(env.worker_client(winner), &env.namespace, "high").await;
+            reasons
+                .iter()
+                .any(|r| r == "PreemptionGateOpened")
+                .then_some(())
+        },
+    )
+    .await;
+    eventually(WAIT, "the worker shim's Preempted events", || async {
+        let mut n = 0;
+        for j in 1..=4 {
+            let reasons = event_reasons(
+                env.worker_client(winner),
+                &env.namespace,
+                &format!("low-{j}"),
+            )
+            .await;
+            n += usize::from(reasons.iter().any(|r| r == "Preempted"));
+        }
+        (n == 2).then_some(())
+    })
+    .await;
+
+    // Deleting the Workload on the manager removes the winner's replica (manager-access
+    // `delete`), then the manager's finalizer (`patch` on the manager's Workloads).
+    env.delete("high").await.expect("delete high");
+    eventually(WAIT, "high and its replica deleted", || async {
+        let gone = |r: Result<Option<Workload>, kube::Error>| matches!(r, Ok(None));
+        (gone(env.manager_workloads().get_opt("high").await)
+            && gone(env.worker_workloads(winner).get_opt("high").await))
+        .then_some(())
+    })
+    .await;
+
+    // Nobody was denied anything, and everyone is still running.
+    for p in &mut ce.processes {
+        let log = p.log_text();
+        let denied = denials(&log);
+        assert!(
+            denied.is_empty(),
+            "{} was denied:\n{}",
+            p.name,
+            denied.join("\n")
+        );
+        assert!(p.is_running(), "{} exited", p.name);
+    }
+    println!("chart RBAC flow: {:?}", started.elapsed());
+}
+
+/// The worker shim without `patch` on `workloads/status` (its status writes are merge
+/// patches): it cannot admit anything, and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_without_a_verb_it_needs_admits_nothing() {
+    let Some(helm) = helm_or_skip() else { return };
+    let resource = "workloads/status";
+    let mut ce = ChartEnv::start(&helm, 1, |_, worker| {
+        let before = granted_to(worker, "worker", KUEUE, resource);
+        assert!(before.contains("patch"), "the chart grants {before:?}");
+        let changed =
+            revoke(worker, "ClusterRole", "worker", KUEUE, resource, "patch").expect("revoke");
+        assert!(!changed.is_empty());
+        // Everything else stays: only this one verb is missing.
+        let after = granted_to(worker, "worker", KUEUE, resource);
+        let mut expected = before.clone();
+        expected.remove("patch");
+        assert_eq!(after, expected);
+        assert!(worker.iter().any(|d| component(d) == "manager-access"));
+    })
+    .await;
+    ce.start_worker(1);
+    ce.env
+        .submit_on_worker(1, "local", 1, 0, json!({}))
+        .await
+        .expect("local workload");
+
+    // The shim tries, is refused with a 403 naming the verb, and tries again.
+    let worker = ce.process("worker-1");
+    let denied = eventually(
+        WAIT,
+        "the worker's status writes refused three times",
+        || async {
+            let log = worker.log_text();
+            let denied: Vec<String> = denials(&log)
+                .into_iter()
+                .filter(|l| l.contains(r#"cannot patch resource "workloads/status""#))
+                .map(String::from)
+                .collect();
+            (denied.len() >= 3).then_some(denied)
+        },
+    )
+    .await;
+    assert!(denied[0].contains("local"), "{}", denied[0]);
+    let wl = ce
+        .env
+        .worker_workload(1, "local")
+        .await
+        .expect("the local workload");
+    assert!(!is_admitted(&wl), "admitted without status writes: {wl:?}");
+    assert!(
+        wl.status.as_ref().is_none_or(|s| s.conditions.is_empty()),
+        "the shim wrote a status it may not write: {:?}",
+        wl.status
+    );
+}
+
+/// The manager without `create` on the workers' `workloads` (manager-access): it connects but
+/// cannot dispatch, and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manager_without_a_verb_it_needs_dispatches_nothing() {
+    let Some(helm) = helm_or_skip() else { return };
+    let mut ce = ChartEnv::start(&helm, 1, |_, worker| {
+        revoke(
+            worker,
+            "ClusterRole",
+            "manager-access",
+            KUEUE,
+            "workloads",
+            "create",
+        )
+        .expect("revoke");
+    })
+    .await;
+    ce.start_worker(1);
+    ce.start_manager();
+    ce.clusters_active().await;
+    submit_high(&ce.env).await;
+
+    let env = &ce.env;
+    eventually(
+        WAIT,
+        "ReplicaCreationFailed on the manager's workload",
+        || async {
+            let reasons = event_reasons(env.manager_client(), &env.namespace, "high").await;
+            reasons
+                .iter()
+                .any(|r| r == "ReplicaCreationFailed")
+                .then_some(())
+        },
+    )
+    .await;
+    let manager = ce.process("manager");
+    let denied = eventually(WAIT, "the manager's replica creation refused", || async {
+        let log = manager.log_text();
+        denials(&log)
+            .into_iter()
+            .find(|l| l.contains(r#"cannot create resource "workloads""#))
+            .map(String::from)
+    })
+    .await;
+    assert!(denied.contains("high"), "{denied}");
+    assert!(
+        env.replica(1, "high").await.is_none(),
+        "a replica was created without the permission"
+    );
+}

@@ -1,0 +1,164 @@
+//! KEP-8303 end to end, through the real `baton manager` and three real `baton worker`
+//! shims: every worker is full of low-priority work; one high-priority workload submitted on
+//! the manager preempts on exactly one worker and runs there; no other worker evicts anything.
+//! The same scenario without orchestration shows the waste Baton prevents.
+
+use std::time::Duration;
+
+use baton_crds::workload::Workload;
+use baton_e2e::multikueue::{Env, ManagerProcess, eventually};
+use baton_e2e::workers::{is_admitted, is_evicted};
+use kube::api::PostParams;
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(30);
+const WORKERS: usize = 3;
+
+/// Three workers with 4 CPUs each, each filled with four 1-CPU low-priority workloads.
+async fn full_workers(orchestrated: bool) -> (Env, Vec<ManagerProcess>) {
+    let mut env = Env::start(WORKERS).await.expect("env");
+    let mut processes = Vec::new();
+    for i in 1..=WORKERS {
+        env.install_worker_queues(i, 4, json!({}))
+            .await
+            .expect("queues");
+        processes.push(env.start_worker(i, "").expect("worker"));
+        for j in 1..=4 {
+            env.submit_on_worker(i, &format!("low-{j}"), 1, 0, json!({}))
+                .await
+                .expect("low");
+        }
+    }
+    for i in 1..=WORKERS {
+        for j in 1..=4 {
+            let name = format!("low-{j}");
+            eventually(WAIT, &format!("{name} admitted on worker-{i}"), || async {
+                env.worker_workload(i, &name).await.filter(is_admitted)
+            })
+            .await;
+        }
+    }
+    let config = format!(
+        "orchestratedPreemption: {orchestrated}\nsingleClusterPreemptionTimeout: 60s\ngcInterval: 1s\n"
+    );
+    processes.push(env.start_manager(&config).expect("manager"));
+    (env, processes)
+}
+
+/// Submits the high-priority 2-CPU workload on the manager.
+async fn submit_high(env: &Env) {
+    let wl: Workload = serde_json::from_value(json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "high", "namespace": env.namespace},
+        "spec": {"queueName": "user-queue", "priority": 1000, "podSets": [{"name": "main", "count": 2, "template": {"spec": {
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+    }))
+    .expect("workload");
+    env.manager_workloads()
+        .create(&PostParams::default(), &wl)
+        .await
+        .expect("submit");
+}
+
+/// How many low-priority workloads each worker evicted.
+async fn evictions(env: &Env) -> Vec<usize> {
+    let mut counts = Vec::new();
+    for i in 1..=WORKERS {
+        let mut n = 0;
+        for j in 1..=4 {
+            if env
+                .worker_workload(i, &format!("low-{j}"))
+                .await
+                .is_some_and(|w| is_evicted(&w))
+            {
+                n += 1;
+            }
+        }
+        counts.push(n);
+    }
+    counts
+}
+
+/// Waits until the manager's workload is admitted and returns the worker it runs on.
+async fn admitted_on(env: &Env) -> String {
+    eventually(WAIT, "high admitted on the manager", || async {
+        let wl = env
+            .manager_workloads()
+            .get_opt("high")
+            .await
+            .ok()
+            .flatten()?;
+        let status = wl.status?;
+        let cluster = status.cluster_name.clone()?;
+        baton_crds::conditions::is_condition_true(&status.conditions, "Admitted").then_some(cluster)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_high_priority_workload_preempts_on_exactly_one_worker() {
+    let (env, processes) = full_workers(true).await;
+    submit_high(&env).await;
+    let cluster = admitted_on(&env).await;
+    let winner: usize = cluster
+        .strip_prefix("worker-")
+        .and_then(|i| i.split('-').next())
+        .and_then(|i| i.parse().ok())
+        .expect("a worker name");
+    // The other replicas are removed, and the winner holds the high workload.
+    eventually(WAIT, "losing replicas removed", || async {
+        for i in (1..=WORKERS).filter(|i| *i != winner) {
+            if env.replica(i, "high").await.is_some() {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+    let replica = env.replica(winner, "high").await.expect("winner's replica");
+    assert!(is_admitted(&replica));
+    // Give any stray preemption time to show before counting (the losers' replicas are
+    // gone, so none can start now).
+    let counts = evictions(&env).await;
+    println!("evictions per worker with orchestration: {counts:?}");
+    let preempting_clusters = counts.iter().filter(|n| **n > 0).count();
+    if preempting_clusters != 1 {
+        // Say who evicted what, and what the manager did, before failing.
+        for i in 1..=WORKERS {
+            eprintln!(
+                "--- worker-{i}\n{}",
+                env.kubectl(&format!("worker-{i}"), &["get", "kwl", "-o", "yaml"])
+            );
+        }
+        eprintln!(
+            "--- manager\n{}",
+            env.kubectl("manager", &["describe", "kwl", "high"])
+        );
+        for p in &processes {
+            eprintln!(
+                "--- {}\n{}",
+                p.log.display(),
+                std::fs::read_to_string(&p.log).unwrap_or_default()
+            );
+        }
+    }
+    assert_eq!(preempting_clusters, 1, "{counts:?}");
+    assert_eq!(
+        counts[winner - 1],
+        2,
+        "two 1-CPU victims make room for 2 CPUs: {counts:?}"
+    );
+    let described = env.kubectl("manager", &["describe", "kwl", "high"]);
+    assert!(described.contains("PreemptionGateOpened"), "{described}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_orchestration_every_worker_may_preempt_for_nothing() {
+    let (env, _processes) = full_workers(false).await;
+    submit_high(&env).await;
+    admitted_on(&env).await;
+    let counts = evictions(&env).await;
+    println!("evictions per worker without orchestration: {counts:?}");
+    // Every replica could preempt at once; at least the winner did.
+    assert!(counts.iter().filter(|n| **n > 0).count() >= 1, "{counts:?}");
+}
