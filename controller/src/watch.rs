@@ -44,7 +44,10 @@ where
         futures::pin_mut!(stream);
         while let Some(item) = stream.next().await {
             if let Err(e) = item {
-                tracing::debug!(error = %e, "watch error");
+                // Visible by default: a missing list/watch permission would otherwise leave
+                // the controller waiting for its caches without saying why. The watcher
+                // backs off between attempts, so this does not flood.
+                tracing::warn!(kind = %K::kind(&()), error = %e, "watch error");
                 continue;
             }
             let _ = changed.send(());

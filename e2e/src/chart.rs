@@ -308,36 +308,7 @@ pub async fn token_of(
     }
 }
 
-/// Fails when `binary` is older than the sources it is built from (`cargo test -p
-/// baton-e2e` alone does not rebuild it).
-pub fn ensure_fresh(binary: &Path) -> anyhow::Result<()> {
-    fn newest(dir: &Path) -> Option<std::time::SystemTime> {
-        let mut latest = None;
-        for entry in std::fs::read_dir(dir).ok()?.flatten() {
-            let path = entry.path();
-            let time = if path.is_dir() {
-                newest(&path)
-            } else {
-                entry.metadata().ok()?.modified().ok()
-            };
-            latest = latest.max(time);
-        }
-        latest
-    }
-    let built = std::fs::metadata(binary)
-        .and_then(|m| m.modified())
-        .with_context(|| format!("{} not found: run `cargo build -p baton`", binary.display()))?;
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let sources = [root.join("controller/src"), root.join("crds/src")];
-    if let Some(changed) = sources.iter().filter_map(|d| newest(d)).max() {
-        anyhow::ensure!(
-            changed <= built,
-            "{} is older than its sources: run `cargo build -p baton`",
-            binary.display()
-        );
-    }
-    Ok(())
-}
+pub use crate::multikueue::ensure_fresh;
 
 /// A `baton manager` or `baton worker` process started by [`Controller::start`]; killed on
 /// drop. Its stderr goes to `log`.

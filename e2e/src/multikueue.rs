@@ -35,7 +35,7 @@ pub fn baton_binary() -> PathBuf {
 
 /// Fails when the binary is older than the sources it is built from: `cargo test -p baton-e2e`
 /// alone does not rebuild it (`cargo test --workspace`, the README's command, does).
-fn ensure_fresh(binary: &Path) -> anyhow::Result<()> {
+pub fn ensure_fresh(binary: &Path) -> anyhow::Result<()> {
     fn newest(dir: &Path) -> Option<std::time::SystemTime> {
         let mut latest = None;
         for entry in std::fs::read_dir(dir).ok()?.flatten() {
@@ -489,28 +489,7 @@ impl Env {
 
 /// Creates or updates an object from its JSON (server-side apply); returns its resource.
 pub async fn apply(client: &Client, doc: serde_json::Value) -> anyhow::Result<ApiResource> {
-    let gvk: kube::core::GroupVersionKind = serde_json::from_value(json!({
-        "group": doc["apiVersion"].as_str().unwrap_or_default().split('/').next().unwrap_or_default(),
-        "version": doc["apiVersion"].as_str().unwrap_or_default().split('/').nth(1).unwrap_or_default(),
-        "kind": doc["kind"],
-    }))?;
-    let (resource, _) = kube::discovery::pinned_kind(client, &gvk).await?;
-    let name = doc["metadata"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let api: Api<kube::core::DynamicObject> = match doc["metadata"]["namespace"].as_str() {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
-        None => Api::all_with(client.clone(), &resource),
-    };
-    api.patch(
-        &name,
-        &PatchParams::apply("baton-e2e").force(),
-        &Patch::Apply(&doc),
-    )
-    .await
-    .with_context(|| format!("apply {} {name}", doc["kind"]))?;
-    Ok(resource)
+    crate::chart::apply(client, &doc).await
 }
 
 /// Polls `check` every 20 ms until it returns `Some`, or fails after `deadline`.

@@ -154,11 +154,42 @@ async fn one_high_priority_workload_preempts_on_exactly_one_worker() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_orchestration_every_worker_may_preempt_for_nothing() {
-    let (env, _processes) = full_workers(false).await;
+    let (env, processes) = full_workers(false).await;
     submit_high(&env).await;
     admitted_on(&env).await;
     let counts = evictions(&env).await;
     println!("evictions per worker without orchestration: {counts:?}");
     // Every replica could preempt at once; at least the winner did.
     assert!(counts.iter().filter(|n| **n > 0).count() >= 1, "{counts:?}");
+    // Once the losing replicas are removed, their victims get their quota back at once
+    // (well within the shim's periodic resync).
+    let winner = admitted_on(&env).await;
+    for i in 1..=WORKERS {
+        if winner.starts_with(&format!("worker-{i}")) {
+            continue;
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let mut all = true;
+            for j in 1..=4 {
+                let name = format!("low-{j}");
+                all &= env
+                    .worker_workload(i, &name)
+                    .await
+                    .is_some_and(|w| is_admitted(&w));
+            }
+            if all {
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                let worker = format!("worker-{i}");
+                panic!(
+                    "{worker} did not re-admit its victims within 5s:\n{}\n{}",
+                    env.kubectl(&worker, &["get", "kwl", "-o", "yaml"]),
+                    processes[i - 1].log_text()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
 }

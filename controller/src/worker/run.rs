@@ -41,6 +41,8 @@ use crate::{leader, shutdown};
 const BATCH_WINDOW: Duration = Duration::from_millis(5);
 /// A full re-evaluation this often, so time-based rules (toleration expiry) take effect.
 const RESYNC: Duration = Duration::from_secs(10);
+/// How long after a failed write (other than a conflict) the loop tries again.
+const RETRY_AFTER_ERROR: Duration = Duration::from_secs(2);
 /// Writes in flight at once.
 const WRITE_CONCURRENCY: usize = 16;
 
@@ -208,8 +210,9 @@ async fn cycle(shell: &Shell, state: &mut LoopState) {
     let built = build(&objects, &state.in_flight);
     report_class_problems(shell, state, &built.class_problems, &wpcs, &pcs);
 
-    // Set-aside workloads come back when their queue's capacity grows (a resync counts as
-    // growth everywhere).
+    // Set-aside workloads come back when their queue's capacity grows compared with what
+    // the last cycle saw after its own admissions (an admission whose write failed frees
+    // its quota again). A resync counts as growth everywhere.
     let capacity = Capacity::of(&built.snapshot);
     match &state.capacity {
         Some(previous) => {
@@ -219,7 +222,6 @@ async fn cycle(shell: &Shell, state: &mut LoopState) {
             state.queues.retain(|_| false);
         }
     }
-    state.capacity = Some(capacity);
     state.queues.retain(|k| built.fingerprints.contains_key(k));
     let active: Vec<_> = built
         .pending
@@ -237,6 +239,7 @@ async fn cycle(shell: &Shell, state: &mut LoopState) {
     let models = built.snapshot.queues.clone();
     let mut snapshot = built.snapshot;
     let decisions = schedule(&mut snapshot, &active, now);
+    state.capacity = Some(Capacity::of(&snapshot));
     shell
         .metrics
         .scheduling_cycle_duration
@@ -250,7 +253,14 @@ async fn cycle(shell: &Shell, state: &mut LoopState) {
         .map(|p| (p.workload.key.as_str(), models[p.queue].name.as_str()))
         .collect();
     let mut writes = Vec::new();
+    tracing::debug!(
+        pending = built.pending.len(),
+        active = active.len(),
+        decisions = decisions.len(),
+        "scheduling cycle"
+    );
     for decision in &decisions {
+        tracing::debug!(workload = %decision.key, outcome = ?decision.outcome, set_aside = decision.set_aside, "decision");
         let Some(wl) = by_key.get(&decision.key) else {
             continue;
         };
@@ -458,8 +468,12 @@ async fn execute(shell: &Shell, state: &mut LoopState, writes: Vec<Write>) {
                 tracing::debug!(workload = %key, "status write conflict; retrying next cycle");
                 let _ = shell.wake.send(());
             }
+            // Deleted meanwhile: its deletion wakes the loop anyway.
+            Err(kube::Error::Api(e)) if e.code == 404 => {
+                tracing::debug!(workload = %key, "workload deleted before its status was written");
+            }
             Err(e) => {
-                tracing::warn!(workload = %key, error = %e, "cannot write workload status");
+                tracing::warn!(workload = %key, error = %e, "cannot write workload status; retrying in {}s", RETRY_AFTER_ERROR.as_secs());
                 shell
                     .metrics
                     .reconcile_errors
@@ -467,7 +481,12 @@ async fn execute(shell: &Shell, state: &mut LoopState, writes: Vec<Write>) {
                         reason: "StatusWrite".into(),
                     })
                     .inc();
-                let _ = shell.wake.send(());
+                // Not at once: a forbidden or failing API would be hammered.
+                let wake = shell.wake.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(RETRY_AFTER_ERROR).await;
+                    let _ = wake.send(());
+                });
             }
         }
     }
