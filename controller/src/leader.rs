@@ -9,8 +9,11 @@ use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::config::LeaderElectionConfig;
-use crate::http::Readiness;
+use std::sync::Arc;
+
+use crate::config::{Configuration, LeaderElectionConfig};
+use crate::http::{Readiness, serve_operations};
+use crate::metrics::Metrics;
 
 /// The lease, held.
 pub struct Leadership {
@@ -92,6 +95,46 @@ impl Leadership {
             Err(_) => tracing::warn!("lease release timed out"),
         }
     }
+}
+
+/// What every controller starts with: metrics, readiness, the operations endpoints, and the
+/// lease (when leader election is on, this returns only once this replica leads).
+pub struct Started {
+    pub metrics: Arc<Metrics>,
+    pub ready: Readiness,
+    pub leadership: Option<Leadership>,
+}
+
+/// Serves `/metrics`, `/livez`, `/readyz`, then waits for the Lease `default_lease` (unless
+/// the configuration names another) in `namespace`.
+pub async fn start(
+    client: Client,
+    config: &Configuration,
+    default_lease: &str,
+    namespace: &str,
+) -> anyhow::Result<Started> {
+    let metrics = Arc::new(Metrics::new());
+    let ready = Readiness::default();
+    serve_operations(
+        &config.metrics_bind_address,
+        &config.health_probe_bind_address,
+        metrics.clone(),
+        ready.clone(),
+    )
+    .await?;
+    let leadership = acquire(
+        client,
+        &config.leader_election,
+        default_lease,
+        namespace,
+        &ready,
+    )
+    .await?;
+    Ok(Started {
+        metrics,
+        ready,
+        leadership,
+    })
 }
 
 /// Waits for either leadership loss (if leading under election) or forever.

@@ -254,11 +254,26 @@ impl Env {
             docs.push(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": name},
                 "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": format!("{name}-kubeconfig")}}}}));
         }
+        self.install_docs(0, docs).await
+    }
+
+    /// Applies `docs` on cluster `i` (0 = the manager), recording cluster-scoped ones for
+    /// cleanup.
+    pub(crate) async fn install_docs(
+        &self,
+        i: usize,
+        docs: impl IntoIterator<Item = serde_json::Value>,
+    ) -> anyhow::Result<()> {
+        let client = if i == 0 {
+            self.manager_client()
+        } else {
+            self.worker_client(i)
+        };
         for doc in docs {
             let resource = apply(&client, doc.clone()).await?;
             if doc["metadata"]["namespace"].is_null() {
                 self.base.track(
-                    0,
+                    i,
                     resource,
                     doc["metadata"]["name"].as_str().unwrap_or_default(),
                 );
@@ -339,10 +354,20 @@ impl Env {
 
     /// Submits a Workload on the manager: `pods` pods of one CPU each.
     pub async fn submit(&self, name: &str, pods: i32) -> anyhow::Result<Workload> {
+        self.submit_with_priority(name, pods, None).await
+    }
+
+    /// Submits a Workload on the manager with an explicit priority.
+    pub async fn submit_with_priority(
+        &self,
+        name: &str,
+        pods: i32,
+        priority: Option<i32>,
+    ) -> anyhow::Result<Workload> {
         let wl: Workload = serde_json::from_value(json!({
             "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
             "metadata": {"name": name, "namespace": self.namespace},
-            "spec": {"queueName": "user-queue", "podSets": [{"name": "main", "count": pods, "template": {"spec": {
+            "spec": {"queueName": "user-queue", "priority": priority, "podSets": [{"name": "main", "count": pods, "template": {"spec": {
                 "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]},
         }))?;
         Ok(self

@@ -7,7 +7,7 @@ use baton_crds::workload::Workload;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
-use crate::multikueue::{Env, ManagerProcess, apply};
+use crate::multikueue::{Env, ManagerProcess};
 
 /// Merges `extra` into `base`, object by object (a small JSON merge patch).
 fn merge(base: &mut Value, extra: &Value) {
@@ -31,7 +31,6 @@ impl Env {
         cpus: u32,
         extra: Value,
     ) -> anyhow::Result<()> {
-        let client = self.worker_client(i);
         let (flavor, cq) = (self.name("default-flavor"), self.cluster_queue());
         let mut spec = json!({"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
                 {"name": flavor, "resources": [{"name": "cpu", "nominalQuota": cpus}]}]}],
@@ -43,17 +42,7 @@ impl Env {
             json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
                    "metadata": {"name": "user-queue", "namespace": self.namespace}, "spec": {"clusterQueue": cq}}),
         ];
-        for doc in docs {
-            let resource = apply(&client, doc.clone()).await?;
-            if doc["metadata"]["namespace"].is_null() {
-                self.base.track(
-                    i,
-                    resource,
-                    doc["metadata"]["name"].as_str().unwrap_or_default(),
-                );
-            }
-        }
-        Ok(())
+        self.install_docs(i, docs).await
     }
 
     /// Starts `baton worker` against worker `i`.

@@ -33,7 +33,7 @@ use baton_e2e::multikueue::{Env, eventually};
 use baton_e2e::workers::{is_admitted, is_evicted, is_gated};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Event, Secret};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 
@@ -263,15 +263,7 @@ impl Drop for ChartEnv {
 
 /// Submits the high-priority 2-CPU workload on the manager.
 async fn submit_high(env: &Env) {
-    let wl: Workload = serde_json::from_value(json!({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-        "metadata": {"name": "high", "namespace": env.namespace},
-        "spec": {"queueName": "user-queue", "priority": 1000, "podSets": [{"name": "main", "count": 2, "template": {"spec": {
-            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]},
-    }))
-    .expect("workload");
-    env.manager_workloads()
-        .create(&PostParams::default(), &wl)
+    env.submit_with_priority("high", 2, Some(1000))
         .await
         .expect("submit");
 }

@@ -5,10 +5,8 @@
 
 use std::time::Duration;
 
-use baton_crds::workload::Workload;
 use baton_e2e::multikueue::{Env, ManagerProcess, eventually};
 use baton_e2e::workers::{is_admitted, is_evicted};
-use kube::api::PostParams;
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -47,15 +45,7 @@ async fn full_workers(orchestrated: bool) -> (Env, Vec<ManagerProcess>) {
 
 /// Submits the high-priority 2-CPU workload on the manager.
 async fn submit_high(env: &Env) {
-    let wl: Workload = serde_json::from_value(json!({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-        "metadata": {"name": "high", "namespace": env.namespace},
-        "spec": {"queueName": "user-queue", "priority": 1000, "podSets": [{"name": "main", "count": 2, "template": {"spec": {
-            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]},
-    }))
-    .expect("workload");
-    env.manager_workloads()
-        .create(&PostParams::default(), &wl)
+    env.submit_with_priority("high", 2, Some(1000))
         .await
         .expect("submit");
 }

@@ -21,30 +21,16 @@ use super::controller::{Context, error_policy, reconcile};
 use super::kubeconfig::{KubeconfigProblem, vet};
 use super::workers::{Triggers, WorkerPool};
 use crate::config::Configuration;
-use crate::http::{Readiness, serve_operations};
-use crate::metrics::Metrics;
 use crate::watch::{cache, synced};
 use crate::{leader, shutdown};
 
 /// Runs the manager until the process is stopped.
 pub async fn run(client: Client, config: Configuration, namespace: String) -> anyhow::Result<()> {
-    let metrics = Arc::new(Metrics::new());
-    let ready = Readiness::default();
-    serve_operations(
-        &config.metrics_bind_address,
-        &config.health_probe_bind_address,
-        metrics.clone(),
-        ready.clone(),
-    )
-    .await?;
-    let mut leadership = leader::acquire(
-        client.clone(),
-        &config.leader_election,
-        "baton-manager",
-        &namespace,
-        &ready,
-    )
-    .await?;
+    let leader::Started {
+        metrics,
+        ready,
+        mut leadership,
+    } = leader::start(client.clone(), &config, "baton-manager", &namespace).await?;
 
     let (refs_tx, refs_rx) = mpsc::unbounded_channel::<ObjectRef<Workload>>();
     let (all_tx, all_rx) = mpsc::unbounded_channel::<()>();

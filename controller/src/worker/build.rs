@@ -270,17 +270,7 @@ pub fn build(objects: &Objects<'_>, in_flight: &HashMap<String, Vec<String>>) ->
             let Some(&queue) = queue_index.get(&admission.cluster_queue) else {
                 continue;
             };
-            let mut usage = Vec::new();
-            for psa in &admission.pod_set_assignments {
-                for (resource, flavor) in &psa.flavors {
-                    let amount = psa
-                        .resource_usage
-                        .get(resource)
-                        .and_then(|q| parse_milli(q).ok())
-                        .unwrap_or(0);
-                    usage.push((flavor.0.clone(), resource.clone(), amount));
-                }
-            }
+            let usage = admission_usage(admission);
             let admitted_at = condition_transition_time(conditions, condition::QUOTA_RESERVED)
                 .unwrap_or(model.created);
             admitted_keys.push(key.clone());
@@ -394,6 +384,23 @@ pub fn build(objects: &Objects<'_>, in_flight: &HashMap<String, Vec<String>>) ->
         class_problems,
         admitted_keys,
     }
+}
+
+/// What an admission holds: (flavor, resource, milli-units) per assigned resource. An
+/// unreadable amount counts as zero (the admission was written by a scheduler, not a user).
+pub fn admission_usage(admission: &baton_crds::workload::Admission) -> Vec<(String, String, i128)> {
+    let mut usage = Vec::new();
+    for psa in &admission.pod_set_assignments {
+        for (resource, flavor) in &psa.flavors {
+            let amount = psa
+                .resource_usage
+                .get(resource)
+                .and_then(|q| parse_milli(q).ok())
+                .unwrap_or(0);
+            usage.push((flavor.0.clone(), resource.clone(), amount));
+        }
+    }
+    usage
 }
 
 /// The core's view of one workload.

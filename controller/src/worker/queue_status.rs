@@ -69,19 +69,12 @@ pub fn queue_statuses(
         match admission {
             Some(admission) if is_condition_true(conditions, condition::QUOTA_RESERVED) => {
                 let mut usage = FlavorTotals::new();
-                for psa in &admission.pod_set_assignments {
-                    for (resource, flavor) in &psa.flavors {
-                        let amount = psa
-                            .resource_usage
-                            .get(resource)
-                            .and_then(|q| parse_milli(q).ok())
-                            .unwrap_or(0);
-                        *usage
-                            .entry(flavor.0.clone())
-                            .or_default()
-                            .entry(resource.clone())
-                            .or_default() += amount;
-                    }
+                for (flavor, resource, amount) in super::build::admission_usage(admission) {
+                    *usage
+                        .entry(flavor)
+                        .or_default()
+                        .entry(resource)
+                        .or_default() += amount;
                 }
                 let add = |tally: &mut Tally| {
                     tally.admitted += 1;

@@ -32,7 +32,6 @@ use super::core::queues::{Capacity, QueueState};
 use super::queue_status::queue_statuses;
 use super::status;
 use crate::config::Configuration;
-use crate::http::{Readiness, serve_operations};
 use crate::metrics::{ClassLabel, ErrorLabel, Metrics, PendingLabel, QueueLabel};
 use crate::watch::{cache, synced};
 use crate::{leader, shutdown};
@@ -79,23 +78,11 @@ struct Shell {
 
 /// Runs the worker shim until the process is stopped.
 pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyhow::Result<()> {
-    let metrics = Arc::new(Metrics::new());
-    let ready = Readiness::default();
-    serve_operations(
-        &config.metrics_bind_address,
-        &config.health_probe_bind_address,
-        metrics.clone(),
-        ready.clone(),
-    )
-    .await?;
-    let mut leadership = leader::acquire(
-        client.clone(),
-        &config.leader_election,
-        "baton-worker",
-        namespace,
-        &ready,
-    )
-    .await?;
+    let leader::Started {
+        metrics,
+        ready,
+        mut leadership,
+    } = leader::start(client.clone(), &config, "baton-worker", namespace).await?;
     let (wake, mut woken) = mpsc::unbounded_channel::<()>();
     let caches = Caches {
         workloads: cache(Api::all(client.clone()), wake.clone()),

@@ -6,16 +6,12 @@ use std::num::IntErrorKind;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-/// Annotation prefix of the victim-side policy on a priority class.
-pub const ANNOTATION_PREFIX: &str = "preemption-toleration.scheduling.x-k8s.io/";
-/// Preemptors below this priority are tolerated (default: class value + 1).
-pub const MINIMUM_PREEMPTABLE_PRIORITY: &str =
-    "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority";
-/// How long the toleration lasts from admission (default 0; negative = forever).
-pub const TOLERATION_SECONDS: &str = "preemption-toleration.scheduling.x-k8s.io/toleration-seconds";
-/// KEP-4664: preemptors below this may not break a budget to evict the victim.
-pub const ALLOW_DISRUPTION_BY_PRIORITY: &str =
-    "preemption-toleration.scheduling.x-k8s.io/allow-disruption-by-priority-greater-than-or-equal";
+// The annotation names are the API's (`baton_crds::constants::toleration`), re-exported here
+// so the module reads on its own.
+pub use baton_crds::constants::toleration::{
+    ALLOW_DISRUPTION_BY_PRIORITY, MINIMUM_PREEMPTABLE_PRIORITY, PREFIX as ANNOTATION_PREFIX,
+    TOLERATION_SECONDS,
+};
 /// KEP-4664 caps the guarantee at the `system-cluster-critical` value so that system
 /// components can always break a budget to get scheduled.
 pub const MAX_ALLOW_DISRUPTION_BY_PRIORITY: i32 = 2_000_000_000;
