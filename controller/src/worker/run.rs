@@ -28,6 +28,7 @@ use tokio::sync::mpsc;
 
 use super::build::{Objects, build, key_of};
 use super::core::cycle::{Decision, Outcome, schedule};
+use super::core::preempt::PreemptReason;
 use super::core::queues::{Capacity, QueueState};
 use super::queue_status::queue_statuses;
 use super::status;
@@ -63,6 +64,9 @@ struct LoopState {
     capacity: Option<Capacity>,
     /// Preemptor key → victims it chose (delayed preemption).
     in_flight: HashMap<String, Vec<String>>,
+    /// Why each victim in flight was chosen, by (preemptor, victim): a retried eviction
+    /// gives the same reason.
+    reasons: HashMap<(String, String), PreemptReason>,
     /// key → (resourceVersion the write replaced, the written object).
     overlay: HashMap<String, (Option<String>, Arc<Workload>)>,
     reported_class_problems: HashSet<String>,
@@ -210,6 +214,13 @@ async fn cycle(shell: &Shell, state: &mut LoopState) {
         }
     }
     state.queues.retain(|k| built.fingerprints.contains_key(k));
+    // Preemptors no longer pending (admitted, deleted, finished) need no memory of victims.
+    state
+        .in_flight
+        .retain(|k, _| built.fingerprints.contains_key(k));
+    state
+        .reasons
+        .retain(|(preemptor, _), _| built.fingerprints.contains_key(preemptor));
     let active: Vec<_> = built
         .pending
         .iter()
@@ -308,6 +319,9 @@ fn plan_writes(
     match &decision.outcome {
         Outcome::Admit => {
             state.in_flight.remove(&decision.key);
+            state
+                .reasons
+                .retain(|(preemptor, _), _| *preemptor != decision.key);
             if let Some(assignment) = &decision.assignment {
                 let waited = wl
                     .metadata
@@ -359,6 +373,14 @@ fn plan_writes(
                 decision.key.clone(),
                 names.iter().map(|s| s.to_string()).collect(),
             );
+            state
+                .reasons
+                .retain(|(preemptor, _), _| *preemptor != decision.key);
+            for victim in victims {
+                state
+                    .reasons
+                    .insert((decision.key.clone(), victim.key.clone()), victim.reason);
+            }
             for victim in victims {
                 let Some(v) = by_key.get(&victim.key) else {
                     continue;
@@ -395,16 +417,12 @@ fn plan_writes(
             // Evictions that did not land (a conflict) are tried again, with the same victims.
             for key in victims {
                 let Some(v) = by_key.get(key) else { continue };
-                push(
-                    v,
-                    status::evicted(
-                        v,
-                        &decision.key,
-                        super::core::preempt::PreemptReason::InClusterQueue,
-                        now,
-                    ),
-                    None,
-                );
+                let why = state
+                    .reasons
+                    .get(&(decision.key.clone(), key.clone()))
+                    .copied()
+                    .unwrap_or(PreemptReason::InClusterQueue);
+                push(v, status::evicted(v, &decision.key, why, now), None);
             }
             let message = format!(
                 "Waiting for {} preempted workload(s) to release their quota",
