@@ -55,6 +55,8 @@ pub struct Metrics {
     pub gate_open_delay: Histogram,
     pub gate_timeouts: Counter,
     pub workloads_gated: Gauge,
+    pub wasted_preemptions: Family<ClusterLabel, Counter>,
+    pub worker_wasted_preemptions: Counter,
     pub pending_workloads: Family<PendingLabel, Gauge>,
     pub quota_reservations: Family<QueueLabel, Counter>,
     pub preemptions: Family<ErrorLabel, Counter>,
@@ -94,6 +96,8 @@ impl Metrics {
             gate_open_delay: Histogram::new(exponential_buckets(0.005, 2.0, 18)),
             gate_timeouts: Counter::default(),
             workloads_gated: Gauge::default(),
+            wasted_preemptions: Family::default(),
+            worker_wasted_preemptions: Counter::default(),
             pending_workloads: Family::default(),
             quota_reservations: Family::default(),
             preemptions: Family::default(),
@@ -162,6 +166,16 @@ impl Metrics {
             "workloads_gated",
             "Workloads with a replica waiting for its preemption gate",
             m.workloads_gated.clone(),
+        );
+        registry.register(
+            "wasted_preemptions",
+            "Replicas removed from a cluster the workload does not run on after they may have preempted there (their gate was opened or they held quota)",
+            m.wasted_preemptions.clone(),
+        );
+        registry.register(
+            "worker_wasted_preemptions",
+            "Workloads this worker evicted for a preemptor that was deleted before it reserved quota",
+            m.worker_wasted_preemptions.clone(),
         );
         registry.register(
             "worker_pending_workloads",

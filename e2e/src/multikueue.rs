@@ -97,6 +97,34 @@ impl ManagerProcess {
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// The process's `/metrics` text (its address is read from its log), or an empty string.
+    pub fn metrics(&self) -> String {
+        use std::io::{Read, Write};
+        let log = self.log_text();
+        let Some(addr) = log
+            .lines()
+            .find(|l| l.contains("serving /metrics"))
+            .and_then(|l| l.split("local=").nth(1))
+            .and_then(|rest| rest.split_whitespace().next())
+        else {
+            return String::new();
+        };
+        let Ok(mut stream) = std::net::TcpStream::connect(addr) else {
+            return String::new();
+        };
+        let request = format!("GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+        let mut response = String::new();
+        if stream.write_all(request.as_bytes()).is_err()
+            || stream.read_to_string(&mut response).is_err()
+        {
+            return String::new();
+        }
+        response
+            .split_once("\r\n\r\n")
+            .map(|(_, body)| body.to_string())
+            .unwrap_or_default()
+    }
 }
 
 impl Drop for ManagerProcess {

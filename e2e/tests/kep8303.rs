@@ -140,6 +140,17 @@ async fn one_high_priority_workload_preempts_on_exactly_one_worker() {
     );
     let described = env.kubectl("manager", &["describe", "kwl", "high"]);
     assert!(described.contains("PreemptionGateOpened"), "{described}");
+    // The manager saw nothing wasted: the losers never held their gate open or any quota.
+    let metrics = processes[WORKERS].metrics();
+    assert!(
+        metrics.contains("baton_preemption_gates_opened_total"),
+        "{metrics}"
+    );
+    let wasted: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("baton_wasted_preemptions_total") && !l.ends_with(" 0"))
+        .collect();
+    assert!(wasted.is_empty(), "{wasted:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,6 +160,26 @@ async fn without_orchestration_every_worker_may_preempt_for_nothing() {
     admitted_on(&env).await;
     let counts = evictions(&env).await;
     println!("evictions per worker without orchestration: {counts:?}");
+    // Scrape a moment later: the losers' replicas are being removed.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let wasted = |p: &ManagerProcess, prefix: &str| -> Vec<String> {
+        p.metrics()
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .map(str::to_string)
+            .collect()
+    };
+    println!(
+        "manager: {:?}",
+        wasted(&processes[WORKERS], "baton_wasted_preemptions_total")
+    );
+    for i in 0..WORKERS {
+        println!(
+            "worker-{}: {:?}",
+            i + 1,
+            wasted(&processes[i], "baton_worker_wasted_preemptions_total")
+        );
+    }
     // Every replica could preempt at once; at least the winner did.
     assert!(counts.iter().filter(|n| **n > 0).count() >= 1, "{counts:?}");
     // Once the losing replicas are removed, their victims get their quota back at once

@@ -259,6 +259,21 @@ fn track_gated(
     ctx.metrics.workloads_gated.set(gated.len() as i64);
 }
 
+/// Whether a replica may have evicted work on its worker: it held quota there, or its gate
+/// was opened (orchestrated preemption lets it preempt only then).
+fn may_have_preempted(replica: &Workload) -> bool {
+    let gate_open =
+        baton_crds::gates::gate_state(replica, MULTIKUEUE_GATE) == Some(GateState::Open);
+    let reserved = replica.status.as_ref().is_some_and(|s| {
+        s.admission.is_some()
+            || baton_crds::conditions::is_condition_true(
+                &s.conditions,
+                baton_crds::constants::condition::QUOTA_RESERVED,
+            )
+    });
+    gate_open || reserved
+}
+
 fn workload_key(wl: &Workload) -> String {
     format!("{}/{}", wl.namespace().unwrap_or_default(), wl.name_any())
 }
@@ -323,6 +338,18 @@ async fn execute(
                     .replicas_deleted
                     .get_or_create(&Metrics::cluster(&deletion.cluster))
                     .inc();
+                let runs_there = wl.status.as_ref().and_then(|s| s.cluster_name.as_deref())
+                    == Some(deletion.cluster.as_str());
+                if !runs_there
+                    && replicas
+                        .get(&deletion.cluster)
+                        .is_some_and(may_have_preempted)
+                {
+                    ctx.metrics
+                        .wasted_preemptions
+                        .get_or_create(&Metrics::cluster(&deletion.cluster))
+                        .inc();
+                }
                 tracing::info!(workload = %name, cluster = %deletion.cluster, reason = %deletion.reason, "replica deleted");
                 let message = format!(
                     "removed the replica on {}: {}",

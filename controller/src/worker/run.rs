@@ -215,9 +215,18 @@ async fn cycle(shell: &Shell, state: &mut LoopState) {
     }
     state.queues.retain(|k| built.fingerprints.contains_key(k));
     // Preemptors no longer pending (admitted, deleted, finished) need no memory of victims.
-    state
-        .in_flight
-        .retain(|k, _| built.fingerprints.contains_key(k));
+    // One deleted before it reserved quota evicted its victims for nothing (a MultiKueue
+    // replica whose workload ran elsewhere): that is counted.
+    let present: HashSet<String> = workloads.iter().map(|w| key_of(w)).collect();
+    let metrics = &shell.metrics;
+    state.in_flight.retain(|k, victims| {
+        if !present.contains(k) {
+            metrics
+                .worker_wasted_preemptions
+                .inc_by(victims.len() as u64);
+        }
+        built.fingerprints.contains_key(k)
+    });
     state
         .reasons
         .retain(|(preemptor, _), _| built.fingerprints.contains_key(preemptor));
