@@ -173,11 +173,11 @@ async fn without_orchestration_every_worker_may_preempt_for_nothing() {
         "manager: {:?}",
         wasted(&processes[WORKERS], "baton_wasted_preemptions_total")
     );
-    for i in 0..WORKERS {
+    for (i, worker) in processes.iter().take(WORKERS).enumerate() {
         println!(
             "worker-{}: {:?}",
             i + 1,
-            wasted(&processes[i], "baton_worker_wasted_preemptions_total")
+            wasted(worker, "baton_worker_wasted_preemptions_total")
         );
     }
     // Every replica could preempt at once; at least the winner did.
