@@ -1,5 +1,5 @@
 //! Leader election through the real binary: of two `baton worker` replicas only the Lease
-//! holder schedules; a crashed leader is replaced within the lease duration; a terminated
+//! holder schedules; a crashed leader is replaced within the lease duration (4 s here); a terminated
 //! leader finishes its work and hands the Lease over at once.
 
 use std::time::Duration;
@@ -12,7 +12,7 @@ use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(20);
 const ELECTION: &str =
-    "leaderElection: {enabled: true, leaseDuration: 3s, renewDeadline: 2s, retryPeriod: 1s}\n";
+    "leaderElection: {enabled: true, leaseDuration: 4s, renewDeadline: 2s, retryPeriod: 1s}\n";
 
 async fn holder(env: &Env) -> Option<String> {
     let leases: Api<Lease> = Api::namespaced(env.worker_client(1), &env.namespace);
@@ -67,10 +67,15 @@ async fn only_the_leader_schedules_and_a_standby_takes_over() {
     assert!(second.log_text().contains("leading"));
 
     // A termination: the leader stops cleanly and gives the Lease up.
+    let log = second.log.clone();
     let status = second
         .terminate(Duration::from_secs(10))
         .expect("exits on SIGTERM");
-    assert!(status.success(), "{status:?}");
+    assert!(
+        status.success(),
+        "{status:?}\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
     eventually(WAIT, "the Lease released", || async {
         holder(&env).await.is_none_or(|h| h != next).then_some(())
     })

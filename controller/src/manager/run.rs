@@ -21,16 +21,23 @@ use super::controller::{Context, error_policy, reconcile};
 use super::kubeconfig::{KubeconfigProblem, vet};
 use super::workers::{Triggers, WorkerPool};
 use crate::config::Configuration;
+use crate::leader;
+use crate::shutdown::Shutdown;
 use crate::watch::{cache, synced};
-use crate::{leader, shutdown};
 
 /// Runs the manager until the process is stopped.
 pub async fn run(client: Client, config: Configuration, namespace: String) -> anyhow::Result<()> {
+    let shutdown = Shutdown::install()?;
+    // A stop requested while waiting for the lease ends the process at once: nothing is in
+    // flight yet.
     let leader::Started {
         metrics,
         ready,
         mut leadership,
-    } = leader::start(client.clone(), &config, "baton-manager", &namespace).await?;
+    } = tokio::select! {
+        started = leader::start(client.clone(), &config, "baton-manager", &namespace) => started?,
+        _ = shutdown.clone().requested() => return Ok(()),
+    };
 
     let (refs_tx, refs_rx) = mpsc::unbounded_channel::<ObjectRef<Workload>>();
     let (all_tx, all_rx) = mpsc::unbounded_channel::<()>();
@@ -152,7 +159,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
     let running = controller
         .reconcile_on(refs)
         .reconcile_all_on(all)
-        .graceful_shutdown_on(shutdown::requested())
+        .graceful_shutdown_on(shutdown.requested())
         .run(reconcile, error_policy, context)
         .for_each(|result| async move {
             if let Err(e) = result {

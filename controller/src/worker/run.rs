@@ -33,9 +33,10 @@ use super::core::queues::{Capacity, QueueState};
 use super::queue_status::queue_statuses;
 use super::status;
 use crate::config::Configuration;
+use crate::leader;
 use crate::metrics::{ClassLabel, ErrorLabel, Metrics, PendingLabel, QueueLabel};
+use crate::shutdown::Shutdown;
 use crate::watch::{cache, synced};
-use crate::{leader, shutdown};
 
 /// How long the loop waits after a change for more changes to batch into one cycle.
 const BATCH_WINDOW: Duration = Duration::from_millis(5);
@@ -82,11 +83,17 @@ struct Shell {
 
 /// Runs the worker shim until the process is stopped.
 pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyhow::Result<()> {
+    let shutdown = Shutdown::install()?;
+    // A stop requested while waiting for the lease ends the process at once: nothing is in
+    // flight yet.
     let leader::Started {
         metrics,
         ready,
         mut leadership,
-    } = leader::start(client.clone(), &config, "baton-worker", namespace).await?;
+    } = tokio::select! {
+        started = leader::start(client.clone(), &config, "baton-worker", namespace) => started?,
+        _ = shutdown.clone().requested() => return Ok(()),
+    };
     let (wake, mut woken) = mpsc::unbounded_channel::<()>();
     let caches = Caches {
         workloads: cache(Api::all(client.clone()), wake.clone()),
@@ -126,7 +133,7 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
     };
     let mut state = LoopState::default();
     let mut resync = tokio::time::interval(RESYNC);
-    let stop = shutdown::requested();
+    let stop = shutdown.requested();
     tokio::pin!(stop);
     // A cycle runs to its end (its writes included) before a stop or a lost lease is
     // noticed: no decision is ever half applied.
