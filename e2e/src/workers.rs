@@ -83,11 +83,50 @@ impl Env {
             .await?)
     }
 
+    /// Fills worker `i` with `count` local 1-CPU workloads `low-1`… of priority 0, and waits
+    /// (up to `deadline`) until every one is admitted.
+    pub async fn fill_worker(&self, i: usize, count: usize, deadline: std::time::Duration) {
+        for j in 1..=count {
+            self.submit_on_worker(i, &low(j), 1, 0, json!({}))
+                .await
+                .expect("low-priority workload");
+        }
+        for j in 1..=count {
+            let name = low(j);
+            crate::multikueue::eventually(
+                deadline,
+                &format!("{name} admitted on worker-{i}"),
+                || async { self.worker_workload(i, &name).await.filter(is_admitted) },
+            )
+            .await;
+        }
+    }
+
+    /// How many of worker `i`'s `low-1`…`low-<count>` match `test` right now.
+    pub async fn count_low(&self, i: usize, count: usize, test: fn(&Workload) -> bool) -> usize {
+        let mut n = 0;
+        for j in 1..=count {
+            if self
+                .worker_workload(i, &low(j))
+                .await
+                .is_some_and(|w| test(&w))
+            {
+                n += 1;
+            }
+        }
+        n
+    }
+
     /// Worker `i`'s Workload `name`, if it exists.
     pub async fn worker_workload(&self, i: usize, name: &str) -> Option<Workload> {
         let api: Api<Workload> = self.worker_workloads(i);
         api.get_opt(name).await.ok().flatten()
     }
+}
+
+/// The name of the `j`th low-priority filler workload.
+pub fn low(j: usize) -> String {
+    format!("low-{j}")
 }
 
 /// Whether the workload holds quota.

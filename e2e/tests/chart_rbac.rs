@@ -215,19 +215,7 @@ impl ChartEnv {
 
     /// Fills worker `i` with four 1-CPU low-priority workloads and waits until they run.
     async fn fill(&self, i: usize) {
-        for j in 1..=4 {
-            self.env
-                .submit_on_worker(i, &format!("low-{j}"), 1, 0, json!({}))
-                .await
-                .expect("low");
-        }
-        for j in 1..=4 {
-            let name = format!("low-{j}");
-            eventually(WAIT, &format!("{name} admitted on worker-{i}"), || async {
-                self.env.worker_workload(i, &name).await.filter(is_admitted)
-            })
-            .await;
-        }
+        self.env.fill_worker(i, 4, WAIT).await;
     }
 
     /// Waits until the manager reports every worker cluster connected.
@@ -402,17 +390,7 @@ async fn the_controllers_need_no_permission_the_chart_does_not_grant() {
     assert!(!seen[loser - 1].opened, "one gate only: {seen:?}");
     let mut evicted = Vec::new();
     for i in 1..=2 {
-        let mut n = 0;
-        for j in 1..=4 {
-            if env
-                .worker_workload(i, &format!("low-{j}"))
-                .await
-                .is_some_and(|w| is_evicted(&w))
-            {
-                n += 1;
-            }
-        }
-        evicted.push(n);
+        evicted.push(env.count_low(i, 4, is_evicted).await);
     }
     let mut expected = vec![0, 0];
     expected[winner - 1] = 2;

@@ -21,20 +21,9 @@ async fn full_workers(orchestrated: bool) -> (Env, Vec<ManagerProcess>) {
             .await
             .expect("queues");
         processes.push(env.start_worker(i, "").expect("worker"));
-        for j in 1..=4 {
-            env.submit_on_worker(i, &format!("low-{j}"), 1, 0, json!({}))
-                .await
-                .expect("low");
-        }
     }
     for i in 1..=WORKERS {
-        for j in 1..=4 {
-            let name = format!("low-{j}");
-            eventually(WAIT, &format!("{name} admitted on worker-{i}"), || async {
-                env.worker_workload(i, &name).await.filter(is_admitted)
-            })
-            .await;
-        }
+        env.fill_worker(i, 4, WAIT).await;
     }
     let config = format!(
         "orchestratedPreemption: {orchestrated}\nsingleClusterPreemptionTimeout: 60s\ngcInterval: 1s\n"
@@ -54,17 +43,7 @@ async fn submit_high(env: &Env) {
 async fn evictions(env: &Env) -> Vec<usize> {
     let mut counts = Vec::new();
     for i in 1..=WORKERS {
-        let mut n = 0;
-        for j in 1..=4 {
-            if env
-                .worker_workload(i, &format!("low-{j}"))
-                .await
-                .is_some_and(|w| is_evicted(&w))
-            {
-                n += 1;
-            }
-        }
-        counts.push(n);
+        counts.push(env.count_low(i, 4, is_evicted).await);
     }
     counts
 }
@@ -191,14 +170,7 @@ async fn without_orchestration_every_worker_may_preempt_for_nothing() {
         }
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         loop {
-            let mut all = true;
-            for j in 1..=4 {
-                let name = format!("low-{j}");
-                all &= env
-                    .worker_workload(i, &name)
-                    .await
-                    .is_some_and(|w| is_admitted(&w));
-            }
+            let all = env.count_low(i, 4, is_admitted).await == 4;
             if all {
                 break;
             }
