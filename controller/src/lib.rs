@@ -8,6 +8,7 @@ pub mod leader;
 pub mod logging;
 pub mod manager;
 pub mod metrics;
+pub mod queue_status;
 pub mod shutdown;
 pub mod watch;
 pub mod worker;

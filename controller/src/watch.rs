@@ -1,6 +1,7 @@
 //! Watch caches shared by the manager and the worker: a reflector per kind that ticks a
 //! channel on every change, and a readiness wait that cannot miss its wake-up.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -54,4 +55,76 @@ where
         }
     });
     reader
+}
+
+/// A cache of one kind whose tick on `changed` means "the spec may differ": new, deleted or
+/// relisted objects, and updates that move `metadata.generation`. Status writes — the
+/// manager's own among them — don't tick, so they don't set off a re-examination of every
+/// workload. An object without a generation ticks on every update.
+pub fn spec_cache<K>(api: Api<K>, changed: mpsc::UnboundedSender<()>) -> Store<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store::<K>();
+    let stream = reflector::reflector(
+        writer,
+        watcher(api, watcher::Config::default()).default_backoff(),
+    );
+    tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        let mut generations: HashMap<String, i64> = HashMap::new();
+        while let Some(item) = stream.next().await {
+            let event = match item {
+                Ok(event) => event,
+                Err(e) => {
+                    tracing::warn!(kind = %K::kind(&()), error = %e, "watch error");
+                    continue;
+                }
+            };
+            let tick = match event {
+                watcher::Event::Apply(object) => {
+                    let key = object_key(&object);
+                    match object.meta().generation {
+                        Some(generation) => generations.insert(key, generation) != Some(generation),
+                        None => true,
+                    }
+                }
+                watcher::Event::InitApply(object) => {
+                    if let Some(generation) = object.meta().generation {
+                        generations.insert(object_key(&object), generation);
+                    }
+                    false
+                }
+                watcher::Event::Delete(object) => {
+                    generations.remove(&object_key(&object));
+                    true
+                }
+                watcher::Event::Init => {
+                    generations.clear();
+                    false
+                }
+                watcher::Event::InitDone => true,
+            };
+            if tick {
+                let _ = changed.send(());
+            }
+        }
+    });
+    reader
+}
+
+fn object_key<K: Resource>(object: &K) -> String {
+    let meta = object.meta();
+    format!(
+        "{}/{}/{}",
+        meta.namespace.as_deref().unwrap_or(""),
+        meta.name.as_deref().unwrap_or(""),
+        meta.uid.as_deref().unwrap_or("")
+    )
 }

@@ -356,7 +356,14 @@ fn manager_mode_is_hardened_and_least_privilege() {
     );
     let status = set(&["get", "update", "patch"]);
     assert_eq!(verbs(rules, k, "workloads/status"), status);
-    assert_eq!(verbs(rules, k, "multikueueclusters/status"), status);
+    for resource in [
+        "multikueueclusters/status",
+        "admissionchecks/status",
+        "clusterqueues/status",
+        "localqueues/status",
+    ] {
+        assert_eq!(verbs(rules, k, resource), status, "{resource}");
+    }
     for resource in [
         "localqueues",
         "clusterqueues",

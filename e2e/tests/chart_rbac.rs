@@ -362,6 +362,30 @@ async fn the_controllers_need_no_permission_the_chart_does_not_grant() {
         (is_condition_true(&status.conditions, condition::ADMITTED) && ready).then_some(cluster)
     })
     .await;
+    // The manager keeps its MultiKueue check's and queues' status (the chart grants the
+    // status verbs): `kubectl get ac,cq,lq` on the manager shows the admitted workload.
+    let jsonpath = |kind: &str, name: &str, path: &str| {
+        env.kubectl(
+            "manager",
+            &["get", kind, name, "-o", &format!("jsonpath={path}")],
+        )
+    };
+    let active = r#"{.status.conditions[?(@.type=="Active")].status}/{.status.conditions[?(@.type=="Active")].reason}"#;
+    eventually(WAIT, "the manager's queue and check status", || async {
+        let check = jsonpath("admissionchecks", &env.check(), active);
+        let cq = jsonpath(
+            "clusterqueues",
+            &env.cluster_queue(),
+            &format!("{{.status.pendingWorkloads}}/{{.status.admittedWorkloads}} {active}"),
+        );
+        let lq = jsonpath(
+            "localqueues",
+            "user-queue",
+            "{.status.pendingWorkloads}/{.status.admittedWorkloads}",
+        );
+        (check == "True/Active" && cq == "0/1 True/Ready" && lq == "0/1").then_some(())
+    })
+    .await;
     let winner = (1..=2)
         .find(|i| env.cluster(*i) == cluster)
         .unwrap_or_else(|| panic!("admitted on an unknown cluster {cluster}"));

@@ -71,6 +71,8 @@ pub struct Context {
     /// reconcile right after an opening could see the gate still Closed and open a second
     /// cluster's gate.
     pub opened: Mutex<HashMap<(String, String), OpenedGate>>,
+    /// Told after every reconcile: the queues' counts may have changed.
+    pub queues_changed: Arc<tokio::sync::Notify>,
 }
 
 impl Context {
@@ -195,6 +197,7 @@ impl Context {
 pub async fn reconcile(wl: Arc<Workload>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let started = Instant::now();
     let result = reconcile_inner(&wl, &ctx).await;
+    ctx.queues_changed.notify_one();
     ctx.metrics
         .reconcile_duration
         .observe(started.elapsed().as_secs_f64());

@@ -5,6 +5,8 @@ pub mod controller;
 pub mod dispatch;
 pub mod kubeconfig;
 pub mod lifecycle;
+pub mod queue_writer;
+pub mod queues;
 pub mod replica;
 pub mod routing;
 pub mod run;

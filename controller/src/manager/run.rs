@@ -19,11 +19,12 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use super::controller::{Context, error_policy, reconcile};
 use super::kubeconfig::{KubeconfigProblem, vet};
+use super::queue_writer::{QueueStores, keep_queue_status};
 use super::workers::{Triggers, WorkerPool};
 use crate::config::Configuration;
 use crate::leader;
 use crate::shutdown::Shutdown;
-use crate::watch::{cache, synced};
+use crate::watch::{cache, spec_cache, synced};
 
 /// Runs the manager until the process is stopped.
 pub async fn run(client: Client, config: Configuration, namespace: String) -> anyhow::Result<()> {
@@ -54,10 +55,24 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
     );
 
     // Caches of the objects that route workloads; any change re-examines every workload.
-    let local_queues = cache::<LocalQueue>(Api::all(client.clone()), all_tx.clone());
-    let cluster_queues = cache::<ClusterQueue>(Api::all(client.clone()), all_tx.clone());
-    let admission_checks = cache::<AdmissionCheck>(Api::all(client.clone()), all_tx.clone());
-    let configs = cache::<MultiKueueConfig>(Api::all(client.clone()), all_tx.clone());
+    // Only spec changes tick: the manager writes these objects' status itself. A tick
+    // re-examines every workload and recomputes the queues' status (even with no workloads).
+    let queues_changed = Arc::new(tokio::sync::Notify::new());
+    let (routing_tx, mut routing_rx) = mpsc::unbounded_channel::<()>();
+    {
+        let (all_tx, queues_changed) = (all_tx.clone(), queues_changed.clone());
+        tokio::spawn(async move {
+            while routing_rx.recv().await.is_some() {
+                let _ = all_tx.send(());
+                queues_changed.notify_one();
+            }
+        });
+    }
+    let local_queues = spec_cache::<LocalQueue>(Api::all(client.clone()), routing_tx.clone());
+    let cluster_queues = spec_cache::<ClusterQueue>(Api::all(client.clone()), routing_tx.clone());
+    let admission_checks =
+        spec_cache::<AdmissionCheck>(Api::all(client.clone()), routing_tx.clone());
+    let configs = spec_cache::<MultiKueueConfig>(Api::all(client.clone()), routing_tx);
     let (sync_tx, mut sync_rx) = mpsc::unbounded_channel::<()>();
     let clusters = cache::<MultiKueueCluster>(Api::all(client.clone()), sync_tx.clone());
     let secrets = cache::<Secret>(Api::namespaced(client.clone(), &namespace), sync_tx.clone());
@@ -71,7 +86,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
             config.clone(),
             namespace.clone(),
         );
-        let all_tx = all_tx.clone();
+        let (all_tx, queues_changed) = (all_tx.clone(), queues_changed.clone());
         tokio::spawn(async move {
             // Until both caches hold their first full list, a missing Secret may only be
             // not yet seen: reporting it as missing would be a false alarm.
@@ -80,6 +95,8 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
                 while sync_rx.try_recv().is_ok() {}
                 sync_clusters(&pool, &clusters, &secrets, &config, &namespace).await;
                 let _ = all_tx.send(());
+                // The AdmissionChecks' Active condition follows the clusters'.
+                queues_changed.notify_one();
                 if sync_rx.recv().await.is_none() {
                     break;
                 }
@@ -111,7 +128,20 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
         recorder,
         gated: Mutex::new(HashSet::new()),
         opened: Mutex::new(HashMap::new()),
+        queues_changed: queues_changed.clone(),
     });
+    tokio::spawn(keep_queue_status(
+        client.clone(),
+        QueueStores {
+            workloads: workloads.clone(),
+            local_queues: local_queues.clone(),
+            cluster_queues: cluster_queues.clone(),
+            admission_checks: admission_checks.clone(),
+            configs: configs.clone(),
+            clusters: clusters.clone(),
+        },
+        queues_changed,
+    ));
 
     {
         let (stores_ready, ready) = (

@@ -4,7 +4,6 @@
 
 pub mod build;
 pub mod core;
-pub mod queue_status;
 pub mod run;
 pub mod status;
 pub mod victims;

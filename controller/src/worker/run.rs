@@ -30,11 +30,11 @@ use super::build::{Objects, build, key_of};
 use super::core::cycle::{Decision, Outcome, schedule};
 use super::core::preempt::PreemptReason;
 use super::core::queues::{Capacity, QueueState};
-use super::queue_status::queue_statuses;
 use super::status;
 use crate::config::Configuration;
 use crate::leader;
 use crate::metrics::{ClassLabel, ErrorLabel, Metrics, PendingLabel, QueueLabel};
+use crate::queue_status::{self, Attribution, Inactive, QueueInputs, queue_statuses};
 use crate::shutdown::Shutdown;
 use crate::watch::{cache, synced};
 
@@ -305,8 +305,27 @@ async fn cycle(shell: &Shell, state: &mut LoopState) {
     }
     execute(shell, state, writes).await;
 
-    let statuses = queue_statuses(&merged_workloads(shell, state), &cqs, &lqs, &models, now);
-    write_queue_statuses(shell, statuses).await;
+    let activity = models
+        .iter()
+        .map(|m| {
+            let inactive = m.inactive.as_ref().map(|problem| Inactive {
+                reason: "Inactive".into(),
+                message: format!("Can't admit new workloads: {problem}"),
+            });
+            (m.name.clone(), inactive)
+        })
+        .collect();
+    let statuses = queue_statuses(
+        &QueueInputs {
+            workloads: &merged_workloads(shell, state),
+            cluster_queues: &cqs,
+            local_queues: &lqs,
+            activity: &activity,
+            attribution: Attribution::Admission,
+        },
+        now,
+    );
+    queue_status::write(&shell.client, statuses).await;
     update_gauges(shell, state, &built.pending, &models, &workloads);
 }
 
@@ -537,29 +556,6 @@ async fn write_status(
         &Patch::Merge(&patch),
     )
     .await
-}
-
-async fn write_queue_statuses(shell: &Shell, statuses: super::queue_status::QueueStatuses) {
-    for (name, status) in statuses.cluster_queues {
-        let api: Api<ClusterQueue> = Api::all(shell.client.clone());
-        let patch = serde_json::json!({ "status": status });
-        if let Err(e) = api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            tracing::debug!(cluster_queue = %name, error = %e, "cannot write ClusterQueue status");
-        }
-    }
-    for (namespace, name, status) in statuses.local_queues {
-        let api: Api<LocalQueue> = Api::namespaced(shell.client.clone(), &namespace);
-        let patch = serde_json::json!({ "status": status });
-        if let Err(e) = api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            tracing::debug!(local_queue = %name, error = %e, "cannot write LocalQueue status");
-        }
-    }
 }
 
 /// Publishes an event in the background: events never hold up a decision.

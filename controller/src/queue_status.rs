@@ -1,5 +1,6 @@
 //! ClusterQueue and LocalQueue status: counts and usage per flavor, as `kubectl get cq,lq`
-//! and Kueue users expect. Pure: objects in, statuses out; the shell writes only changes.
+//! and Kueue users expect. Shared by the worker shim and the manager. Pure: objects in,
+//! statuses out; `write` only sends the changes.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -11,9 +12,10 @@ use baton_crds::local_queue::{LocalQueueFlavorUsage, LocalQueueResourceUsage, Lo
 use baton_crds::quantity::{format_milli, parse_milli};
 use baton_crds::{ClusterQueue, LocalQueue, Workload};
 use chrono::{DateTime, Utc};
-use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Client, ResourceExt};
 
-use super::core::model::QueueModel;
+use crate::worker::build::admission_usage;
 
 /// Usage by flavor, then resource, in milli-units.
 type FlavorTotals = BTreeMap<String, BTreeMap<String, i128>>;
@@ -25,6 +27,33 @@ struct Tally {
     usage: FlavorTotals,
 }
 
+/// Why a ClusterQueue admits nothing new: its `Active=False` reason and message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inactive {
+    pub reason: String,
+    pub message: String,
+}
+
+/// Which ClusterQueue an admitted workload counts against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attribution {
+    /// The one named in its admission: the worker reserved quota there.
+    Admission,
+    /// The one its LocalQueue points to: on the manager the mirrored admission names the
+    /// worker's ClusterQueue, which may have another name.
+    LocalQueue,
+}
+
+/// What the statuses are computed from. `activity` names every ClusterQueue the caller keeps
+/// status for (absent ones get none) and, for each, why it is inactive, if it is.
+pub struct QueueInputs<'a> {
+    pub workloads: &'a [Arc<Workload>],
+    pub cluster_queues: &'a [Arc<ClusterQueue>],
+    pub local_queues: &'a [Arc<LocalQueue>],
+    pub activity: &'a BTreeMap<String, Option<Inactive>>,
+    pub attribution: Attribution,
+}
+
 /// New statuses for queues whose status would change.
 pub struct QueueStatuses {
     pub cluster_queues: Vec<(String, ClusterQueueStatus)>,
@@ -32,14 +61,16 @@ pub struct QueueStatuses {
     pub local_queues: Vec<(String, String, LocalQueueStatus)>,
 }
 
-/// Computes every queue's status and keeps those that differ from what is stored.
-pub fn queue_statuses(
-    workloads: &[Arc<Workload>],
-    cluster_queues: &[Arc<ClusterQueue>],
-    local_queues: &[Arc<LocalQueue>],
-    models: &[QueueModel],
-    now: DateTime<Utc>,
-) -> QueueStatuses {
+/// Computes the status of every ClusterQueue in `activity`, and of every LocalQueue that
+/// points to one, and keeps those that differ from what is stored.
+pub fn queue_statuses(inputs: &QueueInputs<'_>, now: DateTime<Utc>) -> QueueStatuses {
+    let QueueInputs {
+        workloads,
+        cluster_queues,
+        local_queues,
+        activity,
+        attribution,
+    } = *inputs;
     let lq_target: HashMap<(String, String), String> = local_queues
         .iter()
         .filter_map(|lq| {
@@ -69,7 +100,7 @@ pub fn queue_statuses(
         match admission {
             Some(admission) if is_condition_true(conditions, condition::QUOTA_RESERVED) => {
                 let mut usage = FlavorTotals::new();
-                for (flavor, resource, amount) in super::build::admission_usage(admission) {
+                for (flavor, resource, amount) in admission_usage(admission) {
                     *usage
                         .entry(flavor)
                         .or_default()
@@ -89,7 +120,13 @@ pub fn queue_statuses(
                         }
                     }
                 };
-                add(by_cq.entry(admission.cluster_queue.clone()).or_default());
+                let cq = match attribution {
+                    Attribution::Admission => Some(&admission.cluster_queue),
+                    Attribution::LocalQueue => lq_key.as_ref().and_then(|k| lq_target.get(k)),
+                };
+                if let Some(cq) = cq {
+                    add(by_cq.entry(cq.clone()).or_default());
+                }
                 if let Some(k) = lq_key {
                     add(by_lq.entry(k).or_default());
                 }
@@ -107,13 +144,12 @@ pub fn queue_statuses(
         }
     }
 
-    let inactive: HashMap<&str, Option<&String>> = models
-        .iter()
-        .map(|m| (m.name.as_str(), m.inactive.as_ref()))
-        .collect();
     let mut cluster_queue_statuses = Vec::new();
     for cq in cluster_queues {
         let name = cq.name_any();
+        let Some(inactive) = activity.get(&name) else {
+            continue;
+        };
         let tally = by_cq.remove(&name).unwrap_or_default();
         let old = cq.status.clone().unwrap_or_default();
         let mut status = old.clone();
@@ -149,21 +185,17 @@ pub fn queue_statuses(
             .collect();
         status.flavors_reservation = usage.clone();
         status.flavors_usage = usage;
-        let (value, why, message) = match inactive.get(name.as_str()).copied().flatten() {
-            None => (
-                ConditionStatus::True,
-                "Ready",
-                "Can admit new workloads".to_string(),
-            ),
-            Some(problem) => (
+        let (value, why, message) = match inactive {
+            None => (ConditionStatus::True, "Ready", "Can admit new workloads"),
+            Some(inactive) => (
                 ConditionStatus::False,
-                "Inactive",
-                format!("Can't admit new workloads: {problem}"),
+                inactive.reason.as_str(),
+                inactive.message.as_str(),
             ),
         };
         set_condition(
             &mut status.conditions,
-            NewCondition::new(condition::ACTIVE, value, why, &message),
+            NewCondition::new(condition::ACTIVE, value, why, message),
             now,
         );
         if status != old {
@@ -171,13 +203,22 @@ pub fn queue_statuses(
         }
     }
 
-    let cq_names: HashMap<&str, bool> = models
+    let known: HashMap<String, bool> = cluster_queues
         .iter()
-        .map(|m| (m.name.as_str(), m.inactive.is_none()))
+        .map(|cq| {
+            let name = cq.name_any();
+            let active = matches!(activity.get(&name), Some(None));
+            (name, active)
+        })
         .collect();
     let mut local_queue_statuses = Vec::new();
     for lq in local_queues {
         let key = (lq.namespace().unwrap_or_default(), lq.name_any());
+        let target = lq.spec.cluster_queue.as_deref().unwrap_or("");
+        // Queues of ClusterQueues the caller doesn't keep are someone else's.
+        if known.contains_key(target) && !activity.contains_key(target) {
+            continue;
+        }
         let tally = by_lq.remove(&key).unwrap_or_default();
         let old = lq.status.clone().unwrap_or_default();
         let mut status = old.clone();
@@ -200,8 +241,7 @@ pub fn queue_statuses(
             .collect();
         status.flavors_reservation = usage.clone();
         status.flavors_usage = usage;
-        let target = lq.spec.cluster_queue.as_deref().unwrap_or("");
-        let (value, why, message) = match cq_names.get(target) {
+        let (value, why, message) = match known.get(target) {
             Some(true) => (
                 ConditionStatus::True,
                 "Ready",
@@ -265,3 +305,41 @@ fn resource_order(cq: &ClusterQueue, flavor: &str) -> Vec<String> {
         .flat_map(|f| f.resources.iter().map(|r| r.name.clone()))
         .collect()
 }
+
+/// Writes the changed statuses with merge patches. A failure is logged and left for the next
+/// round, which recomputes from the objects.
+pub async fn write(client: &Client, statuses: QueueStatuses) {
+    for (name, status) in statuses.cluster_queues {
+        let api: Api<ClusterQueue> = Api::all(client.clone());
+        let patch = serde_json::json!({ "status": status });
+        if let Err(e) = api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            report_write_failure("ClusterQueue", &name, &e);
+        }
+    }
+    for (namespace, name, status) in statuses.local_queues {
+        let api: Api<LocalQueue> = Api::namespaced(client.clone(), &namespace);
+        let patch = serde_json::json!({ "status": status });
+        if let Err(e) = api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            report_write_failure("LocalQueue", &format!("{namespace}/{name}"), &e);
+        }
+    }
+}
+
+/// A refused status write is visible by default (a missing RBAC verb must not go unnoticed);
+/// other failures are retried next round and logged at debug.
+pub fn report_write_failure(kind: &str, name: &str, error: &kube::Error) {
+    if matches!(error, kube::Error::Api(status) if status.code == 403) {
+        tracing::warn!(%kind, %name, %error, "cannot write status: forbidden");
+    } else {
+        tracing::debug!(%kind, %name, %error, "cannot write status");
+    }
+}
+
+#[cfg(test)]
+mod tests;
