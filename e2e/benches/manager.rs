@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use baton_crds::constants::MULTIKUEUE_GATE;
 use baton_crds::gates::gate_state;
 use baton_crds::workload::{GateState, Workload};
-use baton_e2e::multikueue::Env;
+use baton_e2e::multikueue::{Env, ManagerProcess};
 use chrono::Utc;
 use futures::StreamExt;
 use kube::ResourceExt;
@@ -274,7 +274,7 @@ async fn run(count: usize, mode: Worker, rate: Option<u32>) -> anyhow::Result<()
             gate.last().copied().unwrap_or_default(),
         );
     }
-    print_manager_metrics(&manager.log).await;
+    print_manager_metrics(&manager);
     anyhow::ensure!(
         admitted.len() == count,
         "only {} of {count} workloads were admitted",
@@ -283,25 +283,16 @@ async fn run(count: usize, mode: Worker, rate: Option<u32>) -> anyhow::Result<()
     Ok(())
 }
 
-/// Reads the manager's `/metrics` (address from its log) and prints reconcile figures.
-async fn print_manager_metrics(log: &std::path::Path) {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let Some(addr) = text.split("bound=").nth(1).map(|r| {
-        r.chars()
-            .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
-            .collect::<String>()
-    }) else {
-        eprintln!("  (no metrics address in {})", log.display());
+/// Reads the manager's `/metrics` and prints reconcile figures.
+fn print_manager_metrics(manager: &ManagerProcess) {
+    let body = manager.metrics();
+    if body.is_empty() {
+        eprintln!(
+            "  (cannot read the manager's metrics; log: {})",
+            manager.log.display()
+        );
         return;
-    };
-    let Ok(mut stream) = tokio::net::TcpStream::connect(&addr).await else {
-        eprintln!("  (cannot reach the manager's metrics at {addr:?})");
-        return;
-    };
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let _ = stream.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").await;
-    let mut body = String::new();
-    let _ = stream.read_to_string(&mut body).await;
+    }
     let value = |name: &str| -> f64 {
         body.lines()
             .find(|l| l.starts_with(name))
