@@ -72,7 +72,7 @@ async fn write_changes(client: &Client, stores: &QueueStores) {
             report_write_failure("AdmissionCheck", &name, &e);
         }
     }
-    let activity = queue_activity(&cluster_queues, &checks, &checks_active);
+    let activity = queue_activity(&cluster_queues, &checks_active);
     let statuses = queue_statuses(
         &QueueInputs {
             workloads: &stores.workloads.state(),

@@ -4,7 +4,7 @@
 //! which ClusterQueues are the manager's (they name a MultiKueue check) and whether they can
 //! admit. Pure: objects in, changed statuses out.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use baton_crds::admission_check::AdmissionCheckStatus;
@@ -137,13 +137,13 @@ pub fn check_statuses(
 }
 
 /// The manager's ClusterQueues (those naming a MultiKueue AdmissionCheck) and, for each, why
-/// it can't admit, if it can't: a named check is missing, or a MultiKueue check is inactive.
+/// it can't admit, if it can't: its MultiKueue check is inactive (bad parameters or no usable
+/// cluster), so nothing is dispatched. Other checks are not the manager's and don't count,
+/// as they don't for dispatch.
 pub fn queue_activity(
     cluster_queues: &[Arc<ClusterQueue>],
-    checks: &[Arc<AdmissionCheck>],
     activity: &BTreeMap<String, CheckActivity>,
 ) -> BTreeMap<String, Option<Inactive>> {
-    let existing: BTreeSet<String> = checks.iter().map(|c| c.name_any()).collect();
     let mut out = BTreeMap::new();
     for cq in cluster_queues {
         let named: Vec<&str> = cq
@@ -155,25 +155,12 @@ pub fn queue_activity(
         if !named.iter().any(|n| activity.contains_key(*n)) {
             continue;
         }
-        let missing: Vec<&str> = named
-            .iter()
-            .copied()
-            .filter(|n| !existing.contains(*n))
-            .collect();
         let inactive: Vec<&str> = named
             .iter()
             .copied()
             .filter(|n| activity.get(*n).is_some_and(|a| !a.active))
             .collect();
-        let why = if !missing.is_empty() {
-            Some(Inactive {
-                reason: "AdmissionCheckNotFound".into(),
-                message: format!(
-                    "Can't admit new workloads: references missing AdmissionCheck(s): {}",
-                    missing.join(", ")
-                ),
-            })
-        } else if !inactive.is_empty() {
+        let why = if !inactive.is_empty() {
             Some(Inactive {
                 reason: "AdmissionCheckInactive".into(),
                 message: format!(

@@ -195,8 +195,8 @@ fn an_inactive_cluster_queue_says_why_and_its_local_queues_follow() {
     let activity = BTreeMap::from([(
         "cq".to_string(),
         Some(Inactive {
-            reason: "AdmissionCheckNotFound".into(),
-            message: "Can't admit new workloads: references missing AdmissionCheck(s): mk".into(),
+            reason: "AdmissionCheckInactive".into(),
+            message: "Can't admit new workloads: references inactive AdmissionCheck(s): mk".into(),
         }),
     )]);
     let statuses = run(
@@ -209,7 +209,7 @@ fn an_inactive_cluster_queue_says_why_and_its_local_queues_follow() {
     let cq = find_condition(&cq_status(&statuses, "cq").conditions, condition::ACTIVE).unwrap();
     assert_eq!(
         (cq.status.as_str(), cq.reason.as_str()),
-        ("False", "AdmissionCheckNotFound")
+        ("False", "AdmissionCheckInactive")
     );
     assert!(
         cq.message.contains("AdmissionCheck(s): mk"),
