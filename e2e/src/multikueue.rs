@@ -188,7 +188,8 @@ impl Env {
         self.name("sample-multikueue")
     }
 
-    pub(crate) fn name(&self, base: &str) -> String {
+    /// `base` with this environment's suffix: unique names for cluster-scoped objects.
+    pub fn name(&self, base: &str) -> String {
         format!("{base}{}", self.suffix)
     }
 
@@ -268,7 +269,7 @@ impl Env {
 
     /// Applies `docs` on cluster `i` (0 = the manager), recording cluster-scoped ones for
     /// cleanup.
-    pub(crate) async fn install_docs(
+    pub async fn install_docs(
         &self,
         i: usize,
         docs: impl IntoIterator<Item = serde_json::Value>,

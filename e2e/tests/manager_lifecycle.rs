@@ -485,3 +485,106 @@ async fn worker_clients_are_rate_limited() {
         started.elapsed()
     );
 }
+
+/// `kubectl get ac,cq` on the manager: each MultiKueue AdmissionCheck's `Active` condition
+/// follows its MultiKueueConfig and clusters (upstream Kueue's reasons), and a ClusterQueue
+/// whose check has no usable cluster says it can't admit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admission_checks_and_queues_report_whether_they_can_dispatch() {
+    let mut env = Env::start(1).await.expect("env");
+    let _manager = env.start_manager(FAST).expect("manager");
+    let worker = env.cluster(1);
+    let missing = env.name("no-such-cluster");
+    let (partial, dead, bad) = (env.name("partial"), env.name("dead"), env.name("bad"));
+    let dead_queue = env.name("dead-queue");
+    let mut docs = Vec::new();
+    for (check, clusters) in [
+        (&partial, Some(vec![worker.clone(), missing.clone()])),
+        (&dead, Some(vec![missing.clone()])),
+        (&bad, None),
+    ] {
+        let config = format!("{check}-config");
+        docs.push(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": check},
+            "spec": {"controllerName": "kueue.x-k8s.io/multikueue",
+                     "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": config}}}));
+        if let Some(clusters) = clusters {
+            docs.push(
+                json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig",
+                "metadata": {"name": config}, "spec": {"clusters": clusters}}),
+            );
+        }
+    }
+    docs.push(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": dead_queue},
+        "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": env.name("default-flavor"), "resources": [{"name": "cpu", "nominalQuota": 1}]}]}],
+            "admissionChecksStrategy": {"admissionChecks": [{"name": dead}]}}}));
+    env.install_docs(0, docs).await.expect("install");
+
+    let active = |kind: &str, name: &str| {
+        env.kubectl(
+            "manager",
+            &[
+                "get",
+                kind,
+                name,
+                "-o",
+                r#"jsonpath={.status.conditions[?(@.type=="Active")].status}/{.status.conditions[?(@.type=="Active")].reason}: {.status.conditions[?(@.type=="Active")].message}"#,
+            ],
+        )
+    };
+    let expect = |kind: &'static str, name: String, want: String| {
+        let active = &active;
+        async move {
+            eventually(WAIT, &format!("{kind} {name}: {want}"), || async {
+                let got = active(kind, &name);
+                got.starts_with(&want).then_some(())
+            })
+            .await
+        }
+    };
+    expect(
+        "admissionchecks",
+        env.check(),
+        "True/Active: The admission check is active".into(),
+    )
+    .await;
+    expect(
+        "admissionchecks",
+        partial.clone(),
+        format!("True/SomeActiveClusters: Missing clusters: {missing}"),
+    )
+    .await;
+    expect(
+        "admissionchecks",
+        dead.clone(),
+        format!("False/NoUsableClusters: Missing clusters: {missing}"),
+    )
+    .await;
+    expect(
+        "admissionchecks",
+        bad.clone(),
+        format!("False/BadConfig: Cannot load the AdmissionCheck's parameters: MultiKueueConfig \"{bad}-config\" not found"),
+    )
+    .await;
+    expect("clusterqueues", env.cluster_queue(), "True/Ready".into()).await;
+    expect(
+        "clusterqueues",
+        dead_queue.clone(),
+        format!("False/AdmissionCheckInactive: Can't admit new workloads: references inactive AdmissionCheck(s): {dead}"),
+    )
+    .await;
+
+    // A cluster that appears but can't connect is inactive rather than missing: the check's
+    // condition follows the clusters' own.
+    env.install_docs(0, vec![json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster",
+        "metadata": {"name": missing},
+        "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "no-such-secret"}}}})])
+        .await
+        .expect("install cluster");
+    expect(
+        "admissionchecks",
+        dead.clone(),
+        format!("False/NoUsableClusters: Inactive clusters: {missing}"),
+    )
+    .await;
+}
