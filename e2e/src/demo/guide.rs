@@ -54,7 +54,8 @@ fn common(dir: &Path, workers: usize) -> Vec<String> {
     };
     vec![
         "  kubectl get mkc                              # worker connections".to_string(),
-        "  kubectl get cq -o wide".to_string(),
+        "  kubectl describe ac                          # the MultiKueue check: Active".to_string(),
+        "  kubectl get cq,lq -A -o wide                 # pending and admitted counts".to_string(),
         format!("Controller logs: {d}/manager.log{workers_log}"),
         "Press Ctrl-C to stop the sandbox and its controllers.".to_string(),
     ]
@@ -72,7 +73,8 @@ mod tests {
             "kubectl get kwl -A",
             "kubectl describe kwl -n demo train-llm",
             "kubectl --kubeconfig /tmp/d/worker-2.kubeconfig get kwl -A",
-            "kubectl get cq -o wide",
+            "kubectl get cq,lq -A -o wide",
+            "kubectl describe ac ",
             "/tmp/d/worker-1.log … /tmp/d/worker-3.log",
         ] {
             assert!(text.contains(expected), "{expected:?} in\n{text}");
