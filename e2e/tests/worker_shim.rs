@@ -235,3 +235,85 @@ async fn bad_workloads_get_a_reason_and_never_stall_the_others() {
     let described = env.kubectl("worker-1", &["describe", "kwl", "lost"]);
     assert!(described.contains("Inadmissible"), "{described}");
 }
+
+/// An inactive ClusterQueue says why with Kueue's reasons (`Stopped`, `FlavorNotFound`), its
+/// LocalQueue follows, and its workloads wait with a message naming the cause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inactive_cluster_queue_says_why_and_admits_nothing() {
+    let mut env = Env::start(1).await.expect("env");
+    env.install_worker_queues(1, 4, json!({}))
+        .await
+        .expect("queues");
+    let (stopped, unflavored) = (env.name("stopped"), env.name("unflavored"));
+    let queue = |name: &str, flavor: String, extra: serde_json::Value| {
+        let mut doc = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+            "metadata": {"name": name}, "spec": {"namespaceSelector": {}, "resourceGroups": [
+                {"coveredResources": ["cpu"], "flavors": [
+                    {"name": flavor, "resources": [{"name": "cpu", "nominalQuota": 4}]}]}]}});
+        if let (Some(spec), Some(extra)) = (doc["spec"].as_object_mut(), extra.as_object()) {
+            spec.extend(extra.clone());
+        }
+        doc
+    };
+    let flavor = env.name("default-flavor");
+    env.install_docs(
+        1,
+        vec![
+            queue(&stopped, flavor, json!({"stopPolicy": "Hold"})),
+            queue(&unflavored, env.name("no-such-flavor"), json!({})),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                "metadata": {"name": "stopped-queue", "namespace": env.namespace},
+                "spec": {"clusterQueue": stopped}}),
+        ],
+    )
+    .await
+    .expect("queues");
+    let _worker = env.start_worker(1, NO_CONFIG).expect("worker");
+    env.submit_on_worker(
+        1,
+        "held",
+        1,
+        0,
+        json!({"spec": {"queueName": "stopped-queue"}}),
+    )
+    .await
+    .expect("submit");
+
+    let active = |kind: &str, name: &str| {
+        env.kubectl(
+            "worker-1",
+            &[
+                "get",
+                kind,
+                name,
+                "-o",
+                r#"jsonpath={.status.conditions[?(@.type=="Active")].reason}: {.status.conditions[?(@.type=="Active")].message}"#,
+            ],
+        )
+    };
+    eventually(WAIT, "the queues' Active conditions", || async {
+        let stopped_cq = active("clusterqueues", &stopped);
+        let unflavored_cq = active("clusterqueues", &unflavored);
+        let stopped_lq = active("localqueues", "stopped-queue");
+        (stopped_cq == "Stopped: Can't admit new workloads: stopPolicy is Hold"
+            && unflavored_cq.starts_with("FlavorNotFound: ")
+            && unflavored_cq.contains(&env.name("no-such-flavor"))
+            && stopped_lq.starts_with("ClusterQueueIsInactive: "))
+        .then_some(())
+    })
+    .await;
+    let held = wait_for(&env, "held", "pending with a reason", |w| {
+        condition_of(w, condition::QUOTA_RESERVED)
+            .2
+            .contains("is inactive")
+    })
+    .await;
+    assert!(!is_admitted(&held), "{:?}", held.status);
+    assert!(
+        condition_of(&held, condition::QUOTA_RESERVED)
+            .2
+            .contains("stopPolicy is Hold"),
+        "{:?}",
+        held.status
+    );
+}

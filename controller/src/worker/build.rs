@@ -22,8 +22,8 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::ResourceExt;
 
 use super::core::model::{
-    AdmittedModel, FlavorModel, GroupModel, PendingModel, PodSetModel, QueueModel, Snapshot,
-    WorkloadModel,
+    AdmittedModel, FlavorModel, GroupModel, PendingModel, PodSetModel, QueueModel, QueueProblem,
+    Snapshot, WorkloadModel,
 };
 use super::core::quota::Limits;
 use super::victims::{self, AnnotationProblem, Budget, VictimPolicy};
@@ -161,7 +161,10 @@ pub fn build(objects: &Objects<'_>, in_flight: &HashMap<String, Vec<String>>) ->
         let name = cq.name_any();
         let mut inactive = match cq.spec.stop_policy {
             StopPolicy::None => None,
-            other => Some(format!("stopPolicy is {other:?}")),
+            other => Some(QueueProblem {
+                reason: "Stopped",
+                message: format!("stopPolicy is {other:?}"),
+            }),
         };
         let mut missing = Vec::new();
         let mut groups = Vec::new();
@@ -192,7 +195,12 @@ pub fn build(objects: &Objects<'_>, in_flight: &HashMap<String, Vec<String>>) ->
                     })();
                     match parsed {
                         Ok(l) => limits.push((index, flavor.name.clone(), quota.name.clone(), l)),
-                        Err(e) => inactive = Some(e),
+                        Err(message) => {
+                            inactive = Some(QueueProblem {
+                                reason: "InvalidQuota",
+                                message,
+                            })
+                        }
                     }
                 }
             }
@@ -202,10 +210,13 @@ pub fn build(objects: &Objects<'_>, in_flight: &HashMap<String, Vec<String>>) ->
             });
         }
         if !missing.is_empty() && inactive.is_none() {
-            inactive = Some(format!(
-                "references missing ResourceFlavor(s): {}",
-                missing.join(", ")
-            ));
+            inactive = Some(QueueProblem {
+                reason: "FlavorNotFound",
+                message: format!(
+                    "references missing ResourceFlavor(s): {}",
+                    missing.join(", ")
+                ),
+            });
         }
         queue_index.insert(name.clone(), index);
         selectors.push(cq.spec.namespace_selector.clone());

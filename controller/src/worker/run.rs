@@ -309,8 +309,8 @@ async fn cycle(shell: &Shell, state: &mut LoopState) {
         .iter()
         .map(|m| {
             let inactive = m.inactive.as_ref().map(|problem| Inactive {
-                reason: "Inactive".into(),
-                message: format!("Can't admit new workloads: {problem}"),
+                reason: problem.reason.into(),
+                message: format!("Can't admit new workloads: {}", problem.message),
             });
             (m.name.clone(), inactive)
         })

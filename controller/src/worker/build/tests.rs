@@ -177,13 +177,12 @@ fn a_queue_without_namespace_selector_admits_no_namespace() {
 fn a_bad_quota_makes_the_queue_inactive_and_says_where() {
     let c = Cluster::new(quota_spec(json!("lots")));
     let built = c.build();
-    let why = built.snapshot.queues[0]
-        .inactive
-        .clone()
-        .unwrap_or_default();
+    let why = built.snapshot.queues[0].inactive.clone().expect("inactive");
+    assert_eq!(why.reason, "InvalidQuota");
     assert!(
-        why.contains("spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"),
-        "{why}"
+        why.message
+            .contains("spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"),
+        "{why:?}"
     );
 }
 
@@ -193,8 +192,11 @@ fn a_missing_flavor_makes_the_queue_inactive() {
     c.rfs.clear();
     let built = c.build();
     assert_eq!(
-        built.snapshot.queues[0].inactive.as_deref(),
-        Some("references missing ResourceFlavor(s): default")
+        built.snapshot.queues[0].inactive,
+        Some(QueueProblem {
+            reason: "FlavorNotFound",
+            message: "references missing ResourceFlavor(s): default".into()
+        })
     );
 }
 

@@ -196,8 +196,8 @@ fn decide(
             key,
             outcome: Outcome::Pending {
                 message: format!(
-                    "ClusterQueue {} is inactive: {why}",
-                    snapshot.queues[pending.queue].name
+                    "ClusterQueue {} is inactive: {}",
+                    snapshot.queues[pending.queue].name, why.message
                 ),
             },
             assignment: None,

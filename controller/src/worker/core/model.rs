@@ -35,7 +35,16 @@ pub struct QueueModel {
     pub fungibility: FlavorFungibility,
     pub preemption: ClusterQueuePreemption,
     /// Why the queue admits nothing new (stop policy, missing flavors), if it does not.
-    pub inactive: Option<String>,
+    pub inactive: Option<QueueProblem>,
+}
+
+/// Why a ClusterQueue is inactive: Kueue's `Active=False` reason and a message saying what to
+/// fix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueProblem {
+    /// `Stopped`, `FlavorNotFound` or `InvalidQuota`.
+    pub reason: &'static str,
+    pub message: String,
 }
 
 /// One pod set of a workload.

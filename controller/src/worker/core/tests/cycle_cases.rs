@@ -6,6 +6,7 @@ use k8s_openapi::api::core::v1::{Taint, Toleration};
 
 use super::world::{World, decision, workload};
 use crate::worker::core::cycle::{Outcome, VictimChoice};
+use crate::worker::core::model::QueueProblem;
 use crate::worker::core::preempt::PreemptReason;
 
 fn victims(outcome: &Outcome) -> Vec<(String, PreemptReason)> {
@@ -406,7 +407,10 @@ fn two_preemptors_in_one_cycle_never_share_victims() {
 fn an_inactive_queue_admits_nothing_and_says_why() {
     let mut w = World::default();
     let q = w.queue("cq", None, &[("default", 10)]);
-    w.queues[q].inactive = Some("flavor default not found".to_string());
+    w.queues[q].inactive = Some(QueueProblem {
+        reason: "FlavorNotFound",
+        message: "flavor default not found".to_string(),
+    });
     w.submit(q, workload("ns/w", 0, 1, 1));
     match &decision(&w.run(), "ns/w").outcome {
         Outcome::Pending { message } => assert!(message.contains("cq is inactive"), "{message}"),
