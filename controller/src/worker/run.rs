@@ -223,14 +223,26 @@ async fn cycle(shell: &Shell, state: &mut LoopState) {
     state.queues.retain(|k| built.fingerprints.contains_key(k));
     // Preemptors no longer pending (admitted, deleted, finished) need no memory of victims.
     // One deleted before it reserved quota evicted its victims for nothing (a MultiKueue
-    // replica whose workload ran elsewhere): that is counted.
+    // replica whose workload ran elsewhere): the victims whose eviction landed (or that are
+    // gone since) are counted; an eviction that never landed cost nothing.
     let present: HashSet<String> = workloads.iter().map(|w| key_of(w)).collect();
+    let evicted: HashSet<String> = workloads
+        .iter()
+        .filter(|w| {
+            w.status
+                .as_ref()
+                .is_some_and(|s| is_condition_true(&s.conditions, condition::EVICTED))
+        })
+        .map(|w| key_of(w))
+        .collect();
     let metrics = &shell.metrics;
     state.in_flight.retain(|k, victims| {
         if !present.contains(k) {
-            metrics
-                .worker_wasted_preemptions
-                .inc_by(victims.len() as u64);
+            let wasted = victims
+                .iter()
+                .filter(|v| evicted.contains(*v) || !present.contains(*v))
+                .count();
+            metrics.worker_wasted_preemptions.inc_by(wasted as u64);
         }
         built.fingerprints.contains_key(k)
     });
