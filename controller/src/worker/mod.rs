@@ -7,3 +7,4 @@ pub mod core;
 pub mod run;
 pub mod status;
 pub mod victims;
+pub mod writes;

@@ -10,10 +10,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton_crds::conditions::{find_condition, is_condition_true};
-use baton_crds::constants::{condition, reason};
-use baton_crds::gates::gates;
-use baton_crds::workload::{GateState, WorkloadStatus};
+use baton_crds::conditions::is_condition_true;
+use baton_crds::constants::condition;
+use baton_crds::workload::WorkloadStatus;
 use baton_crds::{ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass};
 use chrono::Utc;
 use futures::StreamExt;
@@ -31,6 +30,7 @@ use super::core::cycle::{Decision, Outcome, schedule};
 use super::core::preempt::PreemptReason;
 use super::core::queues::{Capacity, QueueState};
 use super::status;
+use super::writes::{Write, writes_for};
 use crate::config::Configuration;
 use crate::leader;
 use crate::metrics::{ClassLabel, ErrorLabel, Metrics, PendingLabel, QueueLabel};
@@ -174,13 +174,6 @@ fn merged_workloads(shell: &Shell, state: &mut LoopState) -> Vec<Arc<Workload>> 
     out
 }
 
-/// A status write to make, and what to tell about it.
-struct Write {
-    workload: Arc<Workload>,
-    status: WorkloadStatus,
-    event: Option<(EventType, &'static str, String)>,
-}
-
 async fn cycle(shell: &Shell, state: &mut LoopState) {
     let started = Instant::now();
     let now = Utc::now();
@@ -291,7 +284,7 @@ async fn cycle(shell: &Shell, state: &mut LoopState) {
             continue;
         };
         let queue = queue_of.get(decision.key.as_str()).copied().unwrap_or("");
-        plan_writes(shell, state, decision, wl, queue, &by_key, now, &mut writes);
+        writes.extend(plan_writes(shell, state, decision, wl, queue, &by_key, now));
         if decision.set_aside {
             let fp = built
                 .fingerprints
@@ -341,7 +334,8 @@ async fn cycle(shell: &Shell, state: &mut LoopState) {
     update_gauges(shell, state, &built.pending, &models, &workloads);
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Updates the loop's memory of preemptors and their victims, counts the decision, and adds
+/// its writes.
 fn plan_writes(
     shell: &Shell,
     state: &mut LoopState,
@@ -350,43 +344,14 @@ fn plan_writes(
     queue: &str,
     by_key: &HashMap<String, Arc<Workload>>,
     now: chrono::DateTime<Utc>,
-    writes: &mut Vec<Write>,
-) {
-    let mut push = |workload: &Arc<Workload>,
-                    status: Option<WorkloadStatus>,
-                    event: Option<(EventType, &'static str, String)>| {
-        if let Some(status) = status {
-            writes.push(Write {
-                workload: workload.clone(),
-                status,
-                event,
-            });
-        }
-    };
+) -> Vec<Write> {
     match &decision.outcome {
         Outcome::Admit => {
             state.in_flight.remove(&decision.key);
             state
                 .reasons
                 .retain(|(preemptor, _), _| *preemptor != decision.key);
-            if let Some(assignment) = &decision.assignment {
-                let waited = wl
-                    .metadata
-                    .creation_timestamp
-                    .as_ref()
-                    .map(|t| (now - baton_crds::time::to_chrono(t)).num_seconds())
-                    .unwrap_or(0);
-                push(
-                    wl,
-                    status::admitted(wl, queue, assignment, now),
-                    Some((
-                        EventType::Normal,
-                        "QuotaReserved",
-                        format!(
-                            "Quota reserved in ClusterQueue {queue}, wait time since queued was {waited}s"
-                        ),
-                    )),
-                );
+            if decision.assignment.is_some() {
                 shell
                     .metrics
                     .quota_reservations
@@ -396,29 +361,10 @@ fn plan_writes(
                     .inc();
             }
         }
-        Outcome::Gated { victims, summary } => {
-            let closed: Vec<String> = gates(wl)
-                .into_iter()
-                .filter(|g| g.state == GateState::Closed)
-                .map(|g| g.name)
-                .collect();
-            let message = format!(
-                "The workload needs to preempt {victims} workload{} to reserve quota in ClusterQueue {queue} ({summary}), but preemption gate {} is Closed",
-                if *victims == 1 { "" } else { "s" },
-                closed.join(", ")
-            );
-            let was_blocked = wl.status.as_ref().is_some_and(|s| {
-                is_condition_true(&s.conditions, condition::QUOTA_RESERVATION_BLOCKED)
-            });
-            let event = (!was_blocked)
-                .then(|| (EventType::Normal, reason::PREEMPTION_GATED, message.clone()));
-            push(wl, status::gated(wl, &message, now), event);
-        }
-        Outcome::Preempt { victims, summary } => {
-            let names: Vec<&str> = victims.iter().map(|v| v.key.as_str()).collect();
+        Outcome::Preempt { victims, .. } => {
             state.in_flight.insert(
                 decision.key.clone(),
-                names.iter().map(|s| s.to_string()).collect(),
+                victims.iter().map(|v| v.key.clone()).collect(),
             );
             state
                 .reasons
@@ -427,71 +373,20 @@ fn plan_writes(
                 state
                     .reasons
                     .insert((decision.key.clone(), victim.key.clone()), victim.reason);
+                if by_key.contains_key(&victim.key) {
+                    shell
+                        .metrics
+                        .preemptions
+                        .get_or_create(&ErrorLabel {
+                            reason: victim.reason.as_str().to_string(),
+                        })
+                        .inc();
+                }
             }
-            for victim in victims {
-                let Some(v) = by_key.get(&victim.key) else {
-                    continue;
-                };
-                let message = format!(
-                    "Preempted to accommodate workload {} due to {}",
-                    decision.key,
-                    status::preemption_cause(victim.reason)
-                );
-                push(
-                    v,
-                    status::evicted(v, &decision.key, victim.reason, now),
-                    Some((EventType::Normal, "Preempted", message)),
-                );
-                shell
-                    .metrics
-                    .preemptions
-                    .get_or_create(&ErrorLabel {
-                        reason: victim.reason.as_str().to_string(),
-                    })
-                    .inc();
-            }
-            let message = format!(
-                "Preempting {} to reserve quota in ClusterQueue {queue} ({summary})",
-                names.join(", ")
-            );
-            push(
-                wl,
-                status::preempting(wl, &message, now),
-                Some((EventType::Normal, "Preempting", message.clone())),
-            );
         }
-        Outcome::Waiting { victims } => {
-            // Evictions that did not land (a conflict) are tried again, with the same victims.
-            for key in victims {
-                let Some(v) = by_key.get(key) else { continue };
-                let why = state
-                    .reasons
-                    .get(&(decision.key.clone(), key.clone()))
-                    .copied()
-                    .unwrap_or(PreemptReason::InClusterQueue);
-                push(v, status::evicted(v, &decision.key, why, now), None);
-            }
-            let message = format!(
-                "Waiting for {} preempted workload(s) to release their quota",
-                victims.len()
-            );
-            push(wl, status::preempting(wl, &message, now), None);
-        }
-        Outcome::Pending { message } => {
-            let before = wl
-                .status
-                .as_ref()
-                .and_then(|s| find_condition(&s.conditions, condition::QUOTA_RESERVED))
-                .map(|c| c.message.clone());
-            let event = (before.as_deref() != Some(message.as_str()))
-                .then(|| (EventType::Normal, "Pending", message.clone()));
-            push(
-                wl,
-                status::pending(wl, reason::PENDING, message, now),
-                event,
-            );
-        }
+        Outcome::Gated { .. } | Outcome::Waiting { .. } | Outcome::Pending { .. } => {}
     }
+    writes_for(decision, wl, queue, by_key, &state.reasons, now)
 }
 
 async fn execute(shell: &Shell, state: &mut LoopState, writes: Vec<Write>) {

@@ -1,0 +1,157 @@
+//! What one scheduling decision writes: the Workload statuses (from `status`) and the event
+//! that goes with each, with the wording users read in `kubectl describe`. Pure; the shell
+//! keeps its own memory of victims and counts metrics, then sends these.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use baton_crds::Workload;
+use baton_crds::conditions::{find_condition, is_condition_true};
+use baton_crds::constants::{condition, reason};
+use baton_crds::gates::gates;
+use baton_crds::workload::{GateState, WorkloadStatus};
+use chrono::{DateTime, Utc};
+use kube::runtime::events::EventType;
+
+use super::core::cycle::{Decision, Outcome};
+use super::core::preempt::PreemptReason;
+use super::status;
+
+/// One status write, and the event published once it lands.
+#[derive(Clone, Debug)]
+pub struct Write {
+    pub workload: Arc<Workload>,
+    pub status: WorkloadStatus,
+    pub event: Option<(EventType, &'static str, String)>,
+}
+
+/// The writes for `decision` about `workload`, pending in ClusterQueue `queue`. `by_key` finds
+/// victims; `earlier_reasons` holds why each earlier victim was chosen (preemptor, victim),
+/// so a retried eviction keeps its reason. Writes that would change nothing are left out.
+pub fn writes_for(
+    decision: &Decision,
+    workload: &Arc<Workload>,
+    queue: &str,
+    by_key: &HashMap<String, Arc<Workload>>,
+    earlier_reasons: &HashMap<(String, String), PreemptReason>,
+    now: DateTime<Utc>,
+) -> Vec<Write> {
+    let mut writes = Vec::new();
+    let mut push = |target: &Arc<Workload>,
+                    status: Option<WorkloadStatus>,
+                    event: Option<(EventType, &'static str, String)>| {
+        if let Some(status) = status {
+            writes.push(Write {
+                workload: target.clone(),
+                status,
+                event,
+            });
+        }
+    };
+    let wl = workload;
+    match &decision.outcome {
+        Outcome::Admit => {
+            let Some(assignment) = &decision.assignment else {
+                return writes;
+            };
+            let waited = wl
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map(|t| (now - baton_crds::time::to_chrono(t)).num_seconds())
+                .unwrap_or(0);
+            push(
+                wl,
+                status::admitted(wl, queue, assignment, now),
+                Some((
+                    EventType::Normal,
+                    "QuotaReserved",
+                    format!(
+                        "Quota reserved in ClusterQueue {queue}, wait time since queued was {waited}s"
+                    ),
+                )),
+            );
+        }
+        Outcome::Gated { victims, summary } => {
+            let closed: Vec<String> = gates(wl)
+                .into_iter()
+                .filter(|g| g.state == GateState::Closed)
+                .map(|g| g.name)
+                .collect();
+            let message = format!(
+                "The workload needs to preempt {victims} workload{} to reserve quota in ClusterQueue {queue} ({summary}), but preemption gate {} is Closed",
+                if *victims == 1 { "" } else { "s" },
+                closed.join(", ")
+            );
+            // One event when it starts waiting, not one per cycle.
+            let was_blocked = wl.status.as_ref().is_some_and(|s| {
+                is_condition_true(&s.conditions, condition::QUOTA_RESERVATION_BLOCKED)
+            });
+            let event = (!was_blocked)
+                .then(|| (EventType::Normal, reason::PREEMPTION_GATED, message.clone()));
+            push(wl, status::gated(wl, &message, now), event);
+        }
+        Outcome::Preempt { victims, summary } => {
+            for victim in victims {
+                let Some(v) = by_key.get(&victim.key) else {
+                    continue;
+                };
+                let message = format!(
+                    "Preempted to accommodate workload {} due to {}",
+                    decision.key,
+                    status::preemption_cause(victim.reason)
+                );
+                push(
+                    v,
+                    status::evicted(v, &decision.key, victim.reason, now),
+                    Some((EventType::Normal, "Preempted", message)),
+                );
+            }
+            let names: Vec<&str> = victims.iter().map(|v| v.key.as_str()).collect();
+            let message = format!(
+                "Preempting {} to reserve quota in ClusterQueue {queue} ({summary})",
+                names.join(", ")
+            );
+            push(
+                wl,
+                status::preempting(wl, &message, now),
+                Some((EventType::Normal, "Preempting", message.clone())),
+            );
+        }
+        Outcome::Waiting { victims } => {
+            // Evictions that did not land (a conflict) are tried again, with the same victims
+            // and reasons; their events went out with the first attempt.
+            for key in victims {
+                let Some(v) = by_key.get(key) else { continue };
+                let why = earlier_reasons
+                    .get(&(decision.key.clone(), key.clone()))
+                    .copied()
+                    .unwrap_or(PreemptReason::InClusterQueue);
+                push(v, status::evicted(v, &decision.key, why, now), None);
+            }
+            let message = format!(
+                "Waiting for {} preempted workload(s) to release their quota",
+                victims.len()
+            );
+            push(wl, status::preempting(wl, &message, now), None);
+        }
+        Outcome::Pending { message } => {
+            let before = wl
+                .status
+                .as_ref()
+                .and_then(|s| find_condition(&s.conditions, condition::QUOTA_RESERVED))
+                .map(|c| c.message.clone());
+            let event = (before.as_deref() != Some(message.as_str()))
+                .then(|| (EventType::Normal, "Pending", message.clone()));
+            push(
+                wl,
+                status::pending(wl, reason::PENDING, message, now),
+                event,
+            );
+        }
+    }
+    writes
+}
+
+#[cfg(test)]
+mod tests;

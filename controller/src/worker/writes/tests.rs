@@ -1,0 +1,289 @@
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use baton_crds::Workload;
+use baton_crds::conditions::{find_condition, is_condition_true};
+use baton_crds::constants::{MULTIKUEUE_GATE, condition, reason};
+use baton_crds::workload::PreemptionGate;
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use kube::runtime::events::EventType;
+
+use super::*;
+use crate::worker::core::assign::{Assignment, Mode, PodSetAssignment};
+use crate::worker::core::cycle::VictimChoice;
+
+fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap()
+}
+
+fn workload(name: &str) -> Arc<Workload> {
+    let mut w: Workload = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": name, "namespace": "ns", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 1,
+            "template": {"spec": {"containers": []}}}]}
+    }))
+    .unwrap();
+    w.spec.preemption_gates = vec![PreemptionGate {
+        name: MULTIKUEUE_GATE.to_string(),
+    }];
+    Arc::new(w)
+}
+
+/// `w` after `write` landed.
+fn after(w: &Arc<Workload>, write: &Write) -> Arc<Workload> {
+    let mut next = w.as_ref().clone();
+    next.status = Some(write.status.clone());
+    Arc::new(next)
+}
+
+fn assignment() -> Assignment {
+    Assignment {
+        mode: Mode::Fit,
+        borrowing: false,
+        pod_sets: vec![PodSetAssignment {
+            name: "main".into(),
+            count: 1,
+            flavors: BTreeMap::from([("cpu".to_string(), "default".to_string())]),
+            usage: BTreeMap::from([("cpu".to_string(), 1000)]),
+        }],
+        usage: Vec::new(),
+        short: Vec::new(),
+        reasons: Vec::new(),
+    }
+}
+
+fn decision(outcome: Outcome, assignment: Option<Assignment>) -> Decision {
+    Decision {
+        key: "ns/high".into(),
+        outcome,
+        assignment,
+        set_aside: false,
+    }
+}
+
+fn no_victims() -> HashMap<String, Arc<Workload>> {
+    HashMap::new()
+}
+
+fn event(write: &Write) -> Option<(&'static str, &str)> {
+    write.event.as_ref().map(|(type_, why, note)| {
+        assert_eq!(*type_, EventType::Normal);
+        (*why, note.as_str())
+    })
+}
+
+#[test]
+fn an_admission_reserves_quota_and_says_how_long_it_waited() {
+    let high = workload("high");
+    let writes = writes_for(
+        &decision(Outcome::Admit, Some(assignment())),
+        &high,
+        "cq",
+        &no_victims(),
+        &HashMap::new(),
+        t0() + Duration::seconds(42),
+    );
+    assert_eq!(writes.len(), 1);
+    let admitted = after(&high, &writes[0]);
+    let conditions = &admitted.status.as_ref().unwrap().conditions;
+    assert!(is_condition_true(conditions, condition::QUOTA_RESERVED));
+    assert_eq!(
+        event(&writes[0]),
+        Some((
+            "QuotaReserved",
+            "Quota reserved in ClusterQueue cq, wait time since queued was 42s"
+        ))
+    );
+}
+
+#[test]
+fn an_admission_without_an_assignment_writes_nothing() {
+    let writes = writes_for(
+        &decision(Outcome::Admit, None),
+        &workload("high"),
+        "cq",
+        &no_victims(),
+        &HashMap::new(),
+        t0(),
+    );
+    assert!(writes.is_empty());
+}
+
+#[test]
+fn a_gated_workload_names_its_closed_gate_and_tells_once() {
+    let high = workload("high");
+    let gated = decision(
+        Outcome::Gated {
+            victims: 2,
+            summary: "2 of priority 0".into(),
+        },
+        None,
+    );
+    let first = writes_for(&gated, &high, "cq", &no_victims(), &HashMap::new(), t0());
+    let (why, note) = event(&first[0]).expect("an event when it starts waiting");
+    assert_eq!(why, reason::PREEMPTION_GATED);
+    assert_eq!(
+        note,
+        format!(
+            "The workload needs to preempt 2 workloads to reserve quota in ClusterQueue cq (2 of priority 0), but preemption gate {MULTIKUEUE_GATE} is Closed"
+        )
+    );
+    let waiting = after(&high, &first[0]);
+    let again = writes_for(
+        &decision(
+            Outcome::Gated {
+                victims: 1,
+                summary: "1 of priority 0".into(),
+            },
+            None,
+        ),
+        &waiting,
+        "cq",
+        &no_victims(),
+        &HashMap::new(),
+        t0() + Duration::seconds(5),
+    );
+    assert_eq!(again.len(), 1, "the message changed: a write");
+    assert!(again[0].event.is_none(), "but no second event");
+    assert!(
+        again[0]
+            .status
+            .conditions
+            .iter()
+            .any(|c| c.message.contains("1 workload to"))
+    );
+}
+
+#[test]
+fn a_preemption_evicts_each_victim_with_its_reason_and_tells_both_sides() {
+    let (high, low1, low2) = (workload("high"), workload("low-1"), workload("low-2"));
+    let by_key = HashMap::from([
+        ("ns/low-1".to_string(), low1.clone()),
+        ("ns/low-2".to_string(), low2.clone()),
+    ]);
+    let preempt = decision(
+        Outcome::Preempt {
+            victims: vec![
+                VictimChoice {
+                    key: "ns/low-1".into(),
+                    reason: PreemptReason::InClusterQueue,
+                },
+                VictimChoice {
+                    key: "ns/low-2".into(),
+                    reason: PreemptReason::InCohortReclamation,
+                },
+                // Gone meanwhile: nothing to write.
+                VictimChoice {
+                    key: "ns/low-3".into(),
+                    reason: PreemptReason::InClusterQueue,
+                },
+            ],
+            summary: "lowest priority first".into(),
+        },
+        Some(assignment()),
+    );
+    let writes = writes_for(&preempt, &high, "cq", &by_key, &HashMap::new(), t0());
+    let targets: Vec<String> = writes
+        .iter()
+        .map(|w| w.workload.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(targets, vec!["low-1", "low-2", "high"]);
+    let reasons: Vec<String> = writes[..2]
+        .iter()
+        .map(|w| {
+            find_condition(&w.status.conditions, condition::PREEMPTED)
+                .map(|c| c.reason.clone())
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(reasons, vec!["InClusterQueue", "InCohortReclamation"]);
+    let (why, note) = event(&writes[0]).unwrap();
+    assert_eq!(why, "Preempted");
+    assert!(
+        note.starts_with("Preempted to accommodate workload ns/high due to"),
+        "{note}"
+    );
+    assert_eq!(
+        event(&writes[2]),
+        Some((
+            "Preempting",
+            "Preempting ns/low-1, ns/low-2, ns/low-3 to reserve quota in ClusterQueue cq (lowest priority first)"
+        ))
+    );
+}
+
+#[test]
+fn waiting_retries_evictions_with_their_first_reason_and_no_new_events() {
+    let (high, low) = (workload("high"), workload("low-1"));
+    let by_key = HashMap::from([("ns/low-1".to_string(), low.clone())]);
+    let reasons = HashMap::from([(
+        ("ns/high".to_string(), "ns/low-1".to_string()),
+        PreemptReason::InCohortReclaimWhileBorrowing,
+    )]);
+    let writes = writes_for(
+        &decision(
+            Outcome::Waiting {
+                victims: vec!["ns/low-1".into()],
+            },
+            None,
+        ),
+        &high,
+        "cq",
+        &by_key,
+        &reasons,
+        t0(),
+    );
+    assert_eq!(writes.len(), 2);
+    assert!(writes.iter().all(|w| w.event.is_none()));
+    let preempted = find_condition(&writes[0].status.conditions, condition::PREEMPTED).unwrap();
+    assert_eq!(preempted.reason, "InCohortReclaimWhileBorrowing");
+    assert!(
+        writes[1].status.conditions.iter().any(|c| c
+            .message
+            .contains("Waiting for 1 preempted workload(s) to release their quota")),
+        "{:?}",
+        writes[1].status
+    );
+}
+
+#[test]
+fn a_pending_workload_is_told_only_when_the_reason_changes() {
+    let high = workload("high");
+    let pending = |message: &str| {
+        decision(
+            Outcome::Pending {
+                message: message.into(),
+            },
+            None,
+        )
+    };
+    let first = writes_for(
+        &pending("no quota"),
+        &high,
+        "cq",
+        &no_victims(),
+        &HashMap::new(),
+        t0(),
+    );
+    assert_eq!(event(&first[0]), Some(("Pending", "no quota")));
+    let waiting = after(&high, &first[0]);
+    let same = writes_for(
+        &pending("no quota"),
+        &waiting,
+        "cq",
+        &no_victims(),
+        &HashMap::new(),
+        t0(),
+    );
+    assert!(same.is_empty(), "nothing changed: no write, no event");
+    let other = writes_for(
+        &pending("still no quota"),
+        &waiting,
+        "cq",
+        &no_victims(),
+        &HashMap::new(),
+        t0(),
+    );
+    assert_eq!(event(&other[0]), Some(("Pending", "still no quota")));
+}
