@@ -24,53 +24,50 @@ where
     {}
 }
 
-/// A cache of one kind; every change sends a tick on `changed`.
-pub fn cache<K>(api: Api<K>, changed: mpsc::UnboundedSender<()>) -> Store<K>
-where
+/// A kind that can be cached: what a reflector over it needs.
+pub trait Watchable:
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static
+{
+}
+
+impl<K> Watchable for K where
     K: Resource<DynamicType = ()>
         + Clone
         + DeserializeOwned
         + std::fmt::Debug
         + Send
         + Sync
-        + 'static,
+        + 'static
 {
-    let (reader, writer) = reflector::store::<K>();
-    let stream = reflector::reflector(
-        writer,
-        watcher(api, watcher::Config::default()).default_backoff(),
-    )
-    .touched_objects();
-    tokio::spawn(async move {
-        futures::pin_mut!(stream);
-        while let Some(item) = stream.next().await {
-            if let Err(e) = item {
-                // Visible by default: a missing list/watch permission would otherwise leave
-                // the controller waiting for its caches without saying why. The watcher
-                // backs off between attempts, so this does not flood.
-                tracing::warn!(kind = %K::kind(&()), error = %e, "watch error");
-                continue;
-            }
-            let _ = changed.send(());
-        }
-    });
-    reader
+}
+
+/// A cache of one kind; every change sends a tick on `changed`.
+pub fn cache<K: Watchable>(api: Api<K>, changed: mpsc::UnboundedSender<()>) -> Store<K> {
+    watched(api, changed, Ticks::EveryChange)
 }
 
 /// A cache of one kind whose tick on `changed` means "the spec may differ": new, deleted or
 /// relisted objects, and updates that move `metadata.generation`. Status writes — the
 /// manager's own among them — don't tick, so they don't set off a re-examination of every
 /// workload. An object without a generation ticks on every update.
-pub fn spec_cache<K>(api: Api<K>, changed: mpsc::UnboundedSender<()>) -> Store<K>
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
+pub fn spec_cache<K: Watchable>(api: Api<K>, changed: mpsc::UnboundedSender<()>) -> Store<K> {
+    watched(api, changed, Ticks::SpecChanges)
+}
+
+/// Which watch events tick.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ticks {
+    /// Every object listed, changed or deleted.
+    EveryChange,
+    /// Objects created or deleted, updates that move the generation, the end of a (re)list.
+    SpecChanges,
+}
+
+fn watched<K: Watchable>(
+    api: Api<K>,
+    changed: mpsc::UnboundedSender<()>,
+    ticks: Ticks,
+) -> Store<K> {
     let (reader, writer) = reflector::store::<K>();
     let stream = reflector::reflector(
         writer,
@@ -78,45 +75,65 @@ where
     );
     tokio::spawn(async move {
         futures::pin_mut!(stream);
-        let mut generations: HashMap<String, i64> = HashMap::new();
+        let mut filter = TickFilter::new(ticks);
         while let Some(item) = stream.next().await {
-            let event = match item {
-                Ok(event) => event,
-                Err(e) => {
-                    tracing::warn!(kind = %K::kind(&()), error = %e, "watch error");
-                    continue;
-                }
-            };
-            let tick = match event {
-                watcher::Event::Apply(object) => {
-                    let key = object_key(&object);
-                    match object.meta().generation {
-                        Some(generation) => generations.insert(key, generation) != Some(generation),
-                        None => true,
+            match item {
+                Ok(event) => {
+                    if filter.ticks(&event) {
+                        let _ = changed.send(());
                     }
                 }
-                watcher::Event::InitApply(object) => {
-                    if let Some(generation) = object.meta().generation {
-                        generations.insert(object_key(&object), generation);
-                    }
-                    false
-                }
-                watcher::Event::Delete(object) => {
-                    generations.remove(&object_key(&object));
-                    true
-                }
-                watcher::Event::Init => {
-                    generations.clear();
-                    false
-                }
-                watcher::Event::InitDone => true,
-            };
-            if tick {
-                let _ = changed.send(());
+                // Visible by default: a missing list/watch permission would otherwise leave
+                // the controller waiting for its caches without saying why. The watcher
+                // backs off between attempts, so this does not flood.
+                Err(e) => tracing::warn!(kind = %K::kind(&()), error = %e, "watch error"),
             }
         }
     });
     reader
+}
+
+/// Decides which events tick; remembers each object's generation for `SpecChanges`.
+struct TickFilter {
+    mode: Ticks,
+    generations: HashMap<String, i64>,
+}
+
+impl TickFilter {
+    fn new(mode: Ticks) -> Self {
+        Self {
+            mode,
+            generations: HashMap::new(),
+        }
+    }
+
+    fn ticks<K: Resource>(&mut self, event: &watcher::Event<K>) -> bool {
+        match (self.mode, event) {
+            (Ticks::EveryChange, watcher::Event::Init | watcher::Event::InitDone) => false,
+            (Ticks::EveryChange, _) => true,
+            (Ticks::SpecChanges, watcher::Event::Apply(object)) => match object.meta().generation {
+                Some(generation) => {
+                    self.generations.insert(object_key(object), generation) != Some(generation)
+                }
+                None => true,
+            },
+            (Ticks::SpecChanges, watcher::Event::InitApply(object)) => {
+                if let Some(generation) = object.meta().generation {
+                    self.generations.insert(object_key(object), generation);
+                }
+                false
+            }
+            (Ticks::SpecChanges, watcher::Event::Delete(object)) => {
+                self.generations.remove(&object_key(object));
+                true
+            }
+            (Ticks::SpecChanges, watcher::Event::Init) => {
+                self.generations.clear();
+                false
+            }
+            (Ticks::SpecChanges, watcher::Event::InitDone) => true,
+        }
+    }
 }
 
 fn object_key<K: Resource>(object: &K) -> String {
@@ -127,4 +144,68 @@ fn object_key<K: Resource>(object: &K) -> String {
         meta.name.as_deref().unwrap_or(""),
         meta.uid.as_deref().unwrap_or("")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_crds::LocalQueue;
+    use kube::runtime::watcher::Event;
+    use serde_json::json;
+
+    use super::*;
+
+    fn queue(uid: &str, generation: Option<i64>, pending: i32) -> LocalQueue {
+        serde_json::from_value(
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": "ns", "uid": uid, "generation": generation},
+            "spec": {"clusterQueue": "cq"}, "status": {"pendingWorkloads": pending}}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn spec_changes_ignore_status_writes_but_not_spec_edits_deletes_or_relists() {
+        let mut filter = TickFilter::new(Ticks::SpecChanges);
+        assert!(!filter.ticks(&Event::<LocalQueue>::Init));
+        assert!(!filter.ticks(&Event::InitApply(queue("a", Some(1), 0))));
+        assert!(
+            filter.ticks(&Event::<LocalQueue>::InitDone),
+            "the first list is a change"
+        );
+        assert!(
+            !filter.ticks(&Event::Apply(queue("a", Some(1), 5))),
+            "status only"
+        );
+        assert!(
+            filter.ticks(&Event::Apply(queue("a", Some(2), 5))),
+            "spec edited"
+        );
+        assert!(
+            filter.ticks(&Event::Apply(queue("b", Some(1), 0))),
+            "created"
+        );
+        assert!(filter.ticks(&Event::Delete(queue("b", Some(1), 0))));
+        assert!(
+            filter.ticks(&Event::Apply(queue("b2", Some(1), 0))),
+            "recreated: new uid"
+        );
+        assert!(
+            filter.ticks(&Event::Apply(queue("c", None, 0))),
+            "no generation"
+        );
+        assert!(
+            filter.ticks(&Event::Apply(queue("c", None, 1))),
+            "no generation"
+        );
+    }
+
+    #[test]
+    fn every_change_ticks_for_each_object_but_not_for_list_markers() {
+        let mut filter = TickFilter::new(Ticks::EveryChange);
+        assert!(!filter.ticks(&Event::<LocalQueue>::Init));
+        assert!(filter.ticks(&Event::InitApply(queue("a", Some(1), 0))));
+        assert!(!filter.ticks(&Event::<LocalQueue>::InitDone));
+        assert!(filter.ticks(&Event::Apply(queue("a", Some(1), 5))));
+        assert!(filter.ticks(&Event::Delete(queue("a", Some(1), 5))));
+    }
 }
