@@ -13,7 +13,9 @@ use baton_crds::quantity::{format_milli, parse_milli};
 use baton_crds::{ClusterQueue, LocalQueue, Workload};
 use chrono::{DateTime, Utc};
 use kube::api::{Api, Patch, PatchParams};
-use kube::{Client, ResourceExt};
+use kube::{Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::worker::build::admission_usage;
 
@@ -310,31 +312,34 @@ fn resource_order(cq: &ClusterQueue, flavor: &str) -> Vec<String> {
 /// round, which recomputes from the objects.
 pub async fn write(client: &Client, statuses: QueueStatuses) {
     for (name, status) in statuses.cluster_queues {
-        let api: Api<ClusterQueue> = Api::all(client.clone());
-        let patch = serde_json::json!({ "status": status });
-        if let Err(e) = api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            report_write_failure("ClusterQueue", &name, &e);
-        }
+        patch_status(Api::<ClusterQueue>::all(client.clone()), &name, &status).await;
     }
     for (namespace, name, status) in statuses.local_queues {
-        let api: Api<LocalQueue> = Api::namespaced(client.clone(), &namespace);
-        let patch = serde_json::json!({ "status": status });
-        if let Err(e) = api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            report_write_failure("LocalQueue", &format!("{namespace}/{name}"), &e);
-        }
+        patch_status(
+            Api::<LocalQueue>::namespaced(client.clone(), &namespace),
+            &name,
+            &status,
+        )
+        .await;
     }
 }
 
-/// A refused status write is visible by default (a missing RBAC verb must not go unnoticed);
-/// other failures are retried next round and logged at debug.
-pub fn report_write_failure(kind: &str, name: &str, error: &kube::Error) {
-    if matches!(error, kube::Error::Api(status) if status.code == 403) {
+/// Merge-patches one object's status. A failure is logged, not returned: the next round
+/// recomputes and tries again. A refused write is visible by default (a missing RBAC verb
+/// must not go unnoticed); other failures are logged at debug.
+pub async fn patch_status<K>(api: Api<K>, name: &str, status: &impl Serialize)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let patch = serde_json::json!({ "status": status });
+    let Err(error) = api
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    else {
+        return;
+    };
+    let kind = K::kind(&());
+    if matches!(&error, kube::Error::Api(status) if status.code == 403) {
         tracing::warn!(%kind, %name, %error, "cannot write status: forbidden");
     } else {
         tracing::debug!(%kind, %name, %error, "cannot write status");

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use baton_crds::constants::MULTIKUEUE_GATE;
 use baton_crds::gates::set_gate_state;
 use baton_crds::workload::{GateState, Workload};
-use baton_crds::{AdmissionCheck, ClusterQueue, LocalQueue, MultiKueueCluster, MultiKueueConfig};
 use chrono::Utc;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::Action;
@@ -23,6 +22,7 @@ use super::lifecycle::{
 };
 use super::replica::{build_replica, is_ours};
 use super::routing::{Route, RoutingSnapshot};
+use super::stores::ManagerStores;
 use super::ungate;
 use super::workers::{WorkerPool, WorkerState};
 use crate::config::Configuration;
@@ -55,12 +55,7 @@ pub type OpenedGate = (Option<String>, Workload);
 pub struct Context {
     pub client: Client,
     pub config: Configuration,
-    pub workloads: Store<Workload>,
-    pub local_queues: Store<LocalQueue>,
-    pub cluster_queues: Store<ClusterQueue>,
-    pub admission_checks: Store<AdmissionCheck>,
-    pub configs: Store<MultiKueueConfig>,
-    pub clusters: Store<MultiKueueCluster>,
+    pub stores: ManagerStores,
     pub pool: WorkerPool,
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,
@@ -105,10 +100,10 @@ impl Context {
                 .collect()
         }
         RoutingSnapshot {
-            local_queues: by_name(&self.local_queues, true),
-            cluster_queues: by_name(&self.cluster_queues, false),
-            admission_checks: by_name(&self.admission_checks, false),
-            configs: by_name(&self.configs, false),
+            local_queues: by_name(&self.stores.local_queues, true),
+            cluster_queues: by_name(&self.stores.cluster_queues, false),
+            admission_checks: by_name(&self.stores.admission_checks, false),
+            configs: by_name(&self.stores.configs, false),
         }
     }
 
@@ -155,7 +150,7 @@ impl Context {
             None => self.pool.connected().into_iter().map(|(n, _)| n).collect(),
         };
         for name in names {
-            if self.clusters.get(&ObjectRef::new(&name)).is_none() {
+            if self.stores.clusters.get(&ObjectRef::new(&name)).is_none() {
                 continue;
             }
             match self.pool.state(&name) {

@@ -10,5 +10,6 @@ pub mod queues;
 pub mod replica;
 pub mod routing;
 pub mod run;
+pub mod stores;
 pub mod ungate;
 pub mod workers;

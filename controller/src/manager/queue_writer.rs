@@ -5,43 +5,23 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_crds::workload::Workload;
-use baton_crds::{AdmissionCheck, ClusterQueue, LocalQueue, MultiKueueCluster, MultiKueueConfig};
+use baton_crds::AdmissionCheck;
 use chrono::Utc;
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::reflector::Store;
+use kube::api::Api;
 use tokio::sync::Notify;
 
 use super::queues::{QueueObjects, check_activity, check_statuses, queue_activity};
-use crate::queue_status::{self, Attribution, QueueInputs, queue_statuses, report_write_failure};
-use crate::watch::synced;
+use super::stores::ManagerStores;
+use crate::queue_status::{self, Attribution, QueueInputs, patch_status, queue_statuses};
 
 /// How long changes gather before one recomputation.
 const BATCH: Duration = Duration::from_millis(100);
 const RESYNC: Duration = Duration::from_secs(30);
 
-/// The caches the statuses are computed from.
-#[derive(Clone)]
-pub struct QueueStores {
-    pub workloads: Store<Workload>,
-    pub local_queues: Store<LocalQueue>,
-    pub cluster_queues: Store<ClusterQueue>,
-    pub admission_checks: Store<AdmissionCheck>,
-    pub configs: Store<MultiKueueConfig>,
-    pub clusters: Store<MultiKueueCluster>,
-}
-
 /// Runs until the process stops.
-pub async fn keep_queue_status(client: Client, stores: QueueStores, changed: Arc<Notify>) {
-    futures::join!(
-        synced(&stores.workloads),
-        synced(&stores.local_queues),
-        synced(&stores.cluster_queues),
-        synced(&stores.admission_checks),
-        synced(&stores.configs),
-        synced(&stores.clusters),
-    );
+pub async fn keep_queue_status(client: Client, stores: ManagerStores, changed: Arc<Notify>) {
+    stores.synced().await;
     loop {
         write_changes(&client, &stores).await;
         let _ = tokio::time::timeout(RESYNC, changed.notified()).await;
@@ -49,7 +29,7 @@ pub async fn keep_queue_status(client: Client, stores: QueueStores, changed: Arc
     }
 }
 
-async fn write_changes(client: &Client, stores: &QueueStores) {
+async fn write_changes(client: &Client, stores: &ManagerStores) {
     let checks = stores.admission_checks.state();
     let configs = stores.configs.state();
     let clusters = stores.clusters.state();
@@ -63,14 +43,7 @@ async fn write_changes(client: &Client, stores: &QueueStores) {
     let now = Utc::now();
     let checks_active = check_activity(&objects);
     for (name, status) in check_statuses(&checks, &checks_active, now) {
-        let api: Api<AdmissionCheck> = Api::all(client.clone());
-        let patch = serde_json::json!({ "status": status });
-        if let Err(e) = api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            report_write_failure("AdmissionCheck", &name, &e);
-        }
+        patch_status(Api::<AdmissionCheck>::all(client.clone()), &name, &status).await;
     }
     let activity = queue_activity(&cluster_queues, &checks_active);
     let statuses = queue_statuses(

@@ -19,7 +19,8 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use super::controller::{Context, error_policy, reconcile};
 use super::kubeconfig::{KubeconfigProblem, vet};
-use super::queue_writer::{QueueStores, keep_queue_status};
+use super::queue_writer::keep_queue_status;
+use super::stores::ManagerStores;
 use super::workers::{Triggers, WorkerPool};
 use crate::config::Configuration;
 use crate::leader;
@@ -114,15 +115,18 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
             instance: std::env::var("POD_NAME").ok(),
         },
     );
+    let stores = ManagerStores {
+        workloads,
+        local_queues,
+        cluster_queues,
+        admission_checks,
+        configs,
+        clusters,
+    };
     let context = Arc::new(Context {
         client: client.clone(),
         config: config.clone(),
-        workloads: workloads.clone(),
-        local_queues: local_queues.clone(),
-        cluster_queues: cluster_queues.clone(),
-        admission_checks: admission_checks.clone(),
-        configs: configs.clone(),
-        clusters: clusters.clone(),
+        stores: stores.clone(),
         pool: pool.clone(),
         metrics: metrics.clone(),
         recorder,
@@ -132,42 +136,15 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
     });
     tokio::spawn(keep_queue_status(
         client.clone(),
-        QueueStores {
-            workloads: workloads.clone(),
-            local_queues: local_queues.clone(),
-            cluster_queues: cluster_queues.clone(),
-            admission_checks: admission_checks.clone(),
-            configs: configs.clone(),
-            clusters: clusters.clone(),
-        },
+        stores.clone(),
         queues_changed,
     ));
 
     {
-        let (stores_ready, ready) = (
-            (
-                workloads.clone(),
-                local_queues.clone(),
-                cluster_queues.clone(),
-                admission_checks.clone(),
-                configs.clone(),
-                clusters.clone(),
-                secrets.clone(),
-            ),
-            ready.clone(),
-        );
+        let (stores, secrets, ready) = (stores.clone(), secrets.clone(), ready.clone());
         let all_tx = all_tx.clone();
         tokio::spawn(async move {
-            let (w, lq, cq, ac, mc, mkc, s) = stores_ready;
-            futures::join!(
-                synced(&w),
-                synced(&lq),
-                synced(&cq),
-                synced(&ac),
-                synced(&mc),
-                synced(&mkc),
-                synced(&s)
-            );
+            futures::join!(stores.synced(), synced(&secrets));
             ready.set_ready();
             tracing::info!("caches synced; ready");
             let _ = all_tx.send(());
@@ -177,7 +154,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
     if !config.gc_interval.is_zero() {
         tokio::spawn(garbage_collector(
             pool.clone(),
-            workloads.clone(),
+            stores.workloads.clone(),
             config.clone(),
         ));
     }

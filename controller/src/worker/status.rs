@@ -268,4 +268,4 @@ pub fn evicted(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -29,7 +29,8 @@ fn gated_workload() -> Workload {
     w
 }
 
-fn assignment() -> Assignment {
+/// A fitting one-pod assignment of 1.5 CPUs of flavor `default` (also used by `writes`).
+pub(crate) fn assignment() -> Assignment {
     Assignment {
         mode: Mode::Fit,
         borrowing: false,

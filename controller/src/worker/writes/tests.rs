@@ -1,4 +1,4 @@
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use baton_crds::Workload;
@@ -9,8 +9,9 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use kube::runtime::events::EventType;
 
 use super::*;
-use crate::worker::core::assign::{Assignment, Mode, PodSetAssignment};
+use crate::worker::core::assign::Assignment;
 use crate::worker::core::cycle::VictimChoice;
+use crate::worker::status::tests::assignment;
 
 fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap()
@@ -35,22 +36,6 @@ fn after(w: &Arc<Workload>, write: &Write) -> Arc<Workload> {
     let mut next = w.as_ref().clone();
     next.status = Some(write.status.clone());
     Arc::new(next)
-}
-
-fn assignment() -> Assignment {
-    Assignment {
-        mode: Mode::Fit,
-        borrowing: false,
-        pod_sets: vec![PodSetAssignment {
-            name: "main".into(),
-            count: 1,
-            flavors: BTreeMap::from([("cpu".to_string(), "default".to_string())]),
-            usage: BTreeMap::from([("cpu".to_string(), 1000)]),
-        }],
-        usage: Vec::new(),
-        short: Vec::new(),
-        reasons: Vec::new(),
-    }
 }
 
 fn decision(outcome: Outcome, assignment: Option<Assignment>) -> Decision {
