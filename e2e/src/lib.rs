@@ -1,11 +1,9 @@
 #![recursion_limit = "256"]
-//! Baton's testbed: a Kubernetes-API-compatible in-memory control plane for end-to-end tests
-//! and the local sandbox (DESIGN.md §5).
+//! Baton's end-to-end harness, suites, sandbox and demo (DESIGN.md §5). The API server they
+//! run against is the `baton-testbed` crate.
 
 pub mod chart;
 pub mod demo;
 pub mod harness;
 pub mod multikueue;
-pub mod schema;
-pub mod server;
 pub mod workers;

@@ -18,7 +18,7 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use crate::harness::env::Env as HarnessEnv;
-use crate::server::TestCluster;
+use baton_testbed::server::TestCluster;
 
 /// The `baton` binary built in the same target directory as this test (override: `BATON_BIN`).
 pub fn baton_binary() -> PathBuf {

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use baton::cli::{Cli, Command as BatonCommand};
 use baton::config::{Configuration, DispatcherName, parse_bind_address};
-use baton_e2e::server::TestCluster;
+use baton_testbed::server::TestCluster;
 use clap::Parser;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};

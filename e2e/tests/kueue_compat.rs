@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use baton_crds::generate::all_crds;
-use baton_e2e::schema::{SchemaValidator, check_structural};
+use baton_testbed::schema::{SchemaValidator, check_structural};
 use serde_json::{Value, json};
 
 fn shared_dir() -> PathBuf {

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use baton_e2e::harness::fixtures;
-use baton_e2e::server::TestCluster;
+use baton_testbed::server::TestCluster;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;

@@ -2,7 +2,7 @@
 //! server-side apply with field managers (kube-rs `Patch::Apply`).
 
 use baton_e2e::harness::{code_of, fixtures, status_of};
-use baton_e2e::server::TestCluster;
+use baton_testbed::server::TestCluster;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{

@@ -11,7 +11,7 @@ use baton_crds::{MultiKueueCluster, Workload};
 use baton_e2e::harness::env::{Env, parse_spec};
 use baton_e2e::harness::kubectl;
 use baton_e2e::multikueue::baton_binary;
-use baton_e2e::server::TestCluster;
+use baton_testbed::server::TestCluster;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, PostParams};

@@ -2,7 +2,7 @@
 //! finalizers and deletionTimestamp, and schema admission of custom resources.
 
 use baton_e2e::harness::{code_of, fixtures, status_of};
-use baton_e2e::server::TestCluster;
+use baton_testbed::server::TestCluster;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use baton_e2e::server::{ClusterOptions, TestCluster};
+use baton_testbed::server::{ClusterOptions, TestCluster};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{

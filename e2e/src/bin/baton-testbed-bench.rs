@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use baton_e2e::server::{ClusterOptions, TestCluster};
+use baton_testbed::server::{ClusterOptions, TestCluster};
 use clap::Parser;
 use futures::{StreamExt, stream};
 use kube::api::{

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use baton_e2e::server::{ClusterOptions, TestCluster};
+use baton_testbed::server::{ClusterOptions, TestCluster};
 use clap::Parser;
 
 #[derive(Parser, Debug)]

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::harness::sandbox::Sandbox;
-use crate::server::{ServerError, TestCluster};
+use baton_testbed::server::{ServerError, TestCluster};
 
 /// The namespace the demo scenario plays in.
 pub const DEMO_NAMESPACE: &str = "demo";

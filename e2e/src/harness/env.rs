@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
 
-use crate::server::{ClusterOptions, TestCluster};
+use baton_testbed::server::{ClusterOptions, TestCluster};
 
 /// The environment variable naming real clusters.
 pub const KUBECONFIGS_ENV: &str = "BATON_E2E_KUBECONFIGS";
@@ -24,7 +24,7 @@ pub enum EnvError {
     #[error("kubeconfig {path}: {message}")]
     Kubeconfig { path: String, message: String },
     #[error("testbed: {0}")]
-    Testbed(#[from] crate::server::ServerError),
+    Testbed(#[from] baton_testbed::server::ServerError),
     #[error("CRDs: {0}")]
     Crds(#[from] baton_crds::generate::GenerateError),
     #[error("API: {0}")]
@@ -209,7 +209,7 @@ impl Env {
 
     /// Creates a namespace with a unique name on every cluster; removed on cleanup.
     pub async fn namespace(&self, prefix: &str) -> Result<String, EnvError> {
-        let name = crate::server::meta::generate_name(&format!("{prefix}-"));
+        let name = baton_testbed::server::meta::generate_name(&format!("{prefix}-"));
         for (i, c) in self.clusters.iter().enumerate() {
             let api: Api<Namespace> = Api::all(c.client.clone());
             let mut ns = Namespace::default();

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use serde_json::json;
 
-use crate::server::{ClusterOptions, ServerError, TestCluster};
+use baton_testbed::server::{ClusterOptions, ServerError, TestCluster};
 
 /// The namespace on the manager that holds the worker kubeconfig Secrets.
 pub const CONTROLLER_NAMESPACE: &str = "baton-system";

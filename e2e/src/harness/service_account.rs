@@ -12,7 +12,7 @@ use kube::api::{Api, PostParams};
 use serde_json::json;
 
 use super::env::{Cluster, EnvError};
-use crate::server::TestCluster;
+use baton_testbed::server::TestCluster;
 
 /// How long a token controller may take to fill a token Secret.
 const TOKEN_WAIT: Duration = Duration::from_secs(30);
