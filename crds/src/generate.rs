@@ -167,8 +167,8 @@ fn normalize(schema: &mut Value) {
     }
 }
 
-/// The standard object fields, described as in every built-in kind, so `kubectl explain`
-/// lists them.
+/// The standard object fields, so `kubectl explain` lists them; `apiVersion` and `kind` are
+/// described as in every built-in kind.
 fn add_root_properties(schema: &mut Value) {
     let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
         return;
@@ -181,8 +181,7 @@ fn add_root_properties(schema: &mut Value) {
         "kind".into(),
         serde_json::json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents."}),
     );
-    props.insert(
-        "metadata".into(),
-        serde_json::json!({"type": "object", "description": "Standard object's metadata."}),
-    );
+    // kube-apiserver allows nothing on the root `metadata` but `type: object` (and
+    // constraints on name and generateName); a description there rejects the whole CRD.
+    props.insert("metadata".into(), serde_json::json!({"type": "object"}));
 }
