@@ -4,5 +4,6 @@
 //! every end-to-end suite stand on it; `e2e/tests/golden_replay.rs` checks it against the
 //! answers of a real kube-apiserver.
 
+pub mod golden;
 pub mod schema;
 pub mod server;
