@@ -394,16 +394,38 @@ async fn harness_on_given_kubeconfigs_cleans_up_what_it_created() {
     let wpath = dir.path().join("w.kubeconfig");
     real_manager.write_kubeconfig(&mpath).unwrap();
     real_worker.write_kubeconfig(&wpath).unwrap();
-    // The worker already has one CRD; the harness must not remove what it did not create.
+    // The worker already has one CRD; the harness applies the rest (and updates that one).
     let crds = baton_crds::generate::all_crds().unwrap();
     real_worker.install_crds(&crds[..1]).unwrap();
-    let preinstalled = crds[0].metadata.name.clone().unwrap();
+    let names: Vec<String> = crds
+        .iter()
+        .filter_map(|c| c.metadata.name.clone())
+        .collect();
 
     let spec = format!("manager={},worker-1={}", mpath.display(), wpath.display());
     let parsed = parse_spec(&spec).unwrap();
     assert_eq!(parsed[1].0, "worker-1");
     let env = Env::from_kubeconfigs(&parsed).await.unwrap();
     assert!(!env.is_testbed());
+    // Established and served in discovery before the suite gets the environment.
+    for cluster in &env.clusters {
+        let resources = cluster
+            .client
+            .list_api_group_resources("kueue.x-k8s.io/v1beta2")
+            .await
+            .unwrap();
+        for crd in &crds {
+            assert!(
+                resources
+                    .resources
+                    .iter()
+                    .any(|r| r.name == crd.spec.names.plural),
+                "{} served on {}",
+                crd.spec.names.plural,
+                cluster.name
+            );
+        }
+    }
     let ns = env.namespace("suite").await.unwrap();
     let worker_ns: Api<Namespace> = Api::all(real_worker.client().unwrap());
     assert!(worker_ns.get(&ns).await.is_ok());
@@ -417,27 +439,25 @@ async fn harness_on_given_kubeconfigs_cleans_up_what_it_created() {
     env.cleanup().await.unwrap();
 
     assert!(worker_ns.get(&ns).await.is_err(), "namespace removed");
-    let worker_crds: Api<CustomResourceDefinition> = Api::all(real_worker.client().unwrap());
-    let left: Vec<String> = worker_crds
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter_map(|c| c.metadata.name)
-        .collect();
-    assert_eq!(
-        left,
-        [preinstalled],
-        "only the CRDs the harness installed are removed"
-    );
-    let manager_crds: Api<CustomResourceDefinition> = Api::all(real_manager.client().unwrap());
-    assert!(
-        manager_crds
+    // CRDs are never deleted by the harness: on a real server a deleted or re-created CRD is
+    // missing from discovery for a while, and the next suite would fail on it.
+    for cluster in [&real_manager, &real_worker] {
+        let api: Api<CustomResourceDefinition> = Api::all(cluster.client().unwrap());
+        let mut left: Vec<String> = api
             .list(&ListParams::default())
             .await
             .unwrap()
             .items
-            .is_empty()
-    );
+            .into_iter()
+            .filter_map(|c| c.metadata.name)
+            .collect();
+        left.sort();
+        let mut want = names.clone();
+        want.sort();
+        assert_eq!(left, want, "CRDs stay installed on {}", cluster.name());
+    }
+    // A second environment of the same process applies nothing again and still works.
+    let again = Env::from_kubeconfigs(&parsed).await.unwrap();
+    again.namespace("again").await.unwrap();
+    again.cleanup().await.unwrap();
 }

@@ -2,14 +2,18 @@
 //! workers, Baton's CRDs installed). When `BATON_E2E_KUBECONFIGS` names real clusters —
 //! `manager=/path/m.kubeconfig,worker-1=/path/w1.kubeconfig,...` (or bare paths, the first
 //! being the manager) — the same suites run against those, and everything the harness created
-//! (namespaces, cluster-scoped objects, CRDs it had to install) is deleted afterwards.
+//! (namespaces, cluster-scoped objects) is deleted afterwards. Baton's CRDs are applied to
+//! each real cluster once per process (server-side apply) and never deleted by the harness: on
+//! a real server a CRD being deleted, or just re-created, is missing from discovery for a while.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 
 use baton_testbed::server::{ClusterOptions, TestCluster};
 
@@ -31,6 +35,8 @@ pub enum EnvError {
     Api(#[from] kube::Error),
     #[error("cannot write kubeconfig: {0}")]
     Io(#[from] std::io::Error),
+    #[error("CRDs not served within {seconds} s: {waiting}")]
+    NotServed { seconds: u64, waiting: String },
     #[error("ServiceAccount {namespace}/{name}: {message}")]
     ServiceAccount {
         namespace: String,
@@ -136,6 +142,8 @@ impl Env {
             let kubeconfig = dir.path().join(format!("{name}.kubeconfig"));
             tc.write_kubeconfig(&kubeconfig)?;
             let client = tc.client()?;
+            // The same readiness rule as on real clusters (instant here).
+            wait_until_served(&client, &crds, CRDS_SERVED_TIMEOUT).await?;
             clusters.push(Cluster {
                 name,
                 client,
@@ -151,11 +159,14 @@ impl Env {
         })
     }
 
-    /// Uses existing clusters; installs Baton's CRDs where missing (and removes those later).
+    /// Uses existing clusters; applies Baton's CRDs to each (once per process) and waits until
+    /// they are established and served.
     pub async fn from_kubeconfigs(specs: &[(String, PathBuf)]) -> Result<Self, EnvError> {
+        let crds = baton_crds::generate::all_crds()?;
         let mut clusters = Vec::new();
         for (name, path) in specs {
             let client = client_for(path).await?;
+            ensure_crds_once(path, &client, &crds).await?;
             clusters.push(Cluster {
                 name: name.clone(),
                 client,
@@ -163,32 +174,12 @@ impl Env {
                 testbed: None,
             });
         }
-        let env = Self {
+        Ok(Self {
             clusters,
             created: Mutex::default(),
             _dir: None,
             cleaned: false,
-        };
-        let crds = baton_crds::generate::all_crds()?;
-        // Held while installing, so no other suite removes the CRDs under us.
-        let mut shared = SHARED_CRDS.lock().await;
-        shared.users += 1;
-        for c in &env.clusters {
-            let api: Api<CustomResourceDefinition> = Api::all(c.client.clone());
-            for crd in &crds {
-                let name = crd.metadata.name.clone().unwrap_or_default();
-                if api.get_opt(&name).await?.is_none() {
-                    match api.create(&PostParams::default(), crd).await {
-                        Ok(_) => shared.installed.push((c.client.clone(), name)),
-                        // Another suite of this process installed it a moment ago.
-                        Err(kube::Error::Api(s)) if s.code == 409 => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-            }
-        }
-        drop(shared);
-        Ok(env)
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Created> {
@@ -238,41 +229,113 @@ impl Env {
                 .map(|c| c.client.clone())
                 .collect::<Vec<_>>(),
             created,
-            !self.is_testbed(),
         )
         .await
     }
 }
 
-/// CRDs this process installed on real clusters, shared by all its environments (suites run
-/// on parallel threads): they are removed when the last environment using them is cleaned up.
-#[derive(Default)]
-struct SharedCrds {
-    users: usize,
-    /// The client of the cluster each CRD was installed on, and its name.
-    installed: Vec<(kube::Client, String)>,
+/// The real clusters (by kubeconfig path) whose CRDs this process has applied. Suites run on
+/// parallel threads and each test has a runtime of its own, so only paths are kept here.
+static CRDS_APPLIED: tokio::sync::Mutex<BTreeSet<PathBuf>> =
+    tokio::sync::Mutex::const_new(BTreeSet::new());
+
+/// How long a real API server may take to establish and serve new CRDs.
+const CRDS_SERVED_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Applies the CRDs to a real cluster unless this process already did.
+async fn ensure_crds_once(
+    kubeconfig: &Path,
+    client: &kube::Client,
+    crds: &[CustomResourceDefinition],
+) -> Result<(), EnvError> {
+    // Held while applying, so no other suite of the process uses half-applied CRDs.
+    let mut applied = CRDS_APPLIED.lock().await;
+    if !applied.contains(kubeconfig) {
+        apply_crds(client, crds).await?;
+        applied.insert(kubeconfig.to_path_buf());
+    }
+    Ok(())
 }
 
-static SHARED_CRDS: tokio::sync::Mutex<SharedCrds> = tokio::sync::Mutex::const_new(SharedCrds {
-    users: 0,
-    installed: Vec::new(),
-});
-
-async fn cleanup_created(
-    clients: &[kube::Client],
-    created: Created,
-    shares_crds: bool,
+/// Server-side applies CRDs (creating or updating them) and waits until they are served.
+pub async fn apply_crds(
+    client: &kube::Client,
+    crds: &[CustomResourceDefinition],
 ) -> Result<(), EnvError> {
-    // Held until the CRDs are gone, so no suite starts on CRDs about to be removed. Only
-    // environments on given kubeconfigs share CRDs; testbed ones have their own servers.
-    let mut shared = SHARED_CRDS.lock().await;
-    let mut shared_crds = Vec::new();
-    if shares_crds {
-        shared.users = shared.users.saturating_sub(1);
-        if shared.users == 0 {
-            shared_crds = std::mem::take(&mut shared.installed);
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let params = PatchParams::apply("baton-e2e").force();
+    for crd in crds {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        api.patch(&name, &params, &Patch::Apply(crd)).await?;
+    }
+    wait_until_served(client, crds, CRDS_SERVED_TIMEOUT).await
+}
+
+/// Waits until every CRD is `Established` and each of its served versions lists the kind in
+/// discovery: an established CRD can still be missing from discovery for a moment, and
+/// kubectl then fails with "Missing Kind".
+pub async fn wait_until_served(
+    client: &kube::Client,
+    crds: &[CustomResourceDefinition],
+    timeout: Duration,
+) -> Result<(), EnvError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let waiting = not_yet_served(client, crds).await?;
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(EnvError::NotServed {
+                seconds: timeout.as_secs(),
+                waiting: waiting.join("; "),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// What is not yet established or served, one line per CRD and version.
+async fn not_yet_served(
+    client: &kube::Client,
+    crds: &[CustomResourceDefinition],
+) -> Result<Vec<String>, EnvError> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut waiting = Vec::new();
+    for crd in crds {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let established = api.get_opt(&name).await?.is_some_and(|live| {
+            live.metadata.deletion_timestamp.is_none()
+                && live
+                    .status
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+        });
+        if !established {
+            waiting.push(format!("{name} not Established"));
+            continue;
+        }
+        for version in crd.spec.versions.iter().filter(|v| v.served) {
+            let group_version = format!("{}/{}", crd.spec.group, version.name);
+            let served = match client.list_api_group_resources(&group_version).await {
+                Ok(list) => list
+                    .resources
+                    .iter()
+                    .any(|r| r.name == crd.spec.names.plural),
+                Err(kube::Error::Api(s)) if s.code == 404 => false,
+                Err(e) => return Err(e.into()),
+            };
+            if !served {
+                waiting.push(format!("{} not in discovery of {group_version}", crd.spec.names.plural));
+            }
         }
     }
+    Ok(waiting)
+}
+
+async fn cleanup_created(clients: &[kube::Client], created: Created) -> Result<(), EnvError> {
     let dp = DeleteParams::background();
     let ignore_missing = |r: Result<(), kube::Error>| match r {
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
@@ -285,10 +348,6 @@ async fn cleanup_created(
     for (i, ns) in created.namespaces.iter().rev() {
         let api: Api<Namespace> = Api::all(clients[*i].clone());
         ignore_missing(api.delete(ns, &dp).await.map(|_| ()))?;
-    }
-    for (client, crd) in shared_crds.iter().rev() {
-        let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-        ignore_missing(api.delete(crd, &dp).await.map(|_| ()))?;
     }
     Ok(())
 }
@@ -305,7 +364,7 @@ impl Drop for Env {
             if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
-                && let Err(e) = rt.block_on(cleanup_created(&clients, created, true))
+                && let Err(e) = rt.block_on(cleanup_created(&clients, created))
             {
                 eprintln!("e2e harness: cleanup failed: {e}");
             }

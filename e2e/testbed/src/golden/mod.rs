@@ -11,6 +11,7 @@ pub mod compare;
 pub mod normalise;
 pub mod predicate;
 pub mod projection;
+pub mod python_json;
 pub mod replay;
 pub mod substitute;
 

@@ -35,7 +35,7 @@ static RV_AFTER: LazyLock<Regex> = LazyLock::new(|| {
 });
 static RV_PARENS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(too old resource version: \d+ \(|the ResourceVersion in the precondition \(|the ResourceVersion in record \()(\d+)(\))",
+        r"(too old resource version: (?:\d+|<rv(?::\d+)?>) \(|the ResourceVersion in the precondition \(|the ResourceVersion in record \()(\d+)(\))",
     )
     .expect("valid regex")
 });
@@ -159,7 +159,13 @@ impl Normaliser {
         }
     }
 
-    fn rewrite_string(&self, s: &str, key: Option<&str>, pointer: &str, storage_rv: bool) -> String {
+    fn rewrite_string(
+        &self,
+        s: &str,
+        key: Option<&str>,
+        pointer: &str,
+        storage_rv: bool,
+    ) -> String {
         match key {
             Some("uid") if !s.is_empty() => {
                 if let Some(n) = self.uid_numbers.get(s) {
@@ -221,7 +227,9 @@ impl Normaliser {
             None => "<rv>".into(),
         };
         out = RV_AFTER
-            .replace_all(&out, |c: &regex::Captures| format!("{}{}", &c[1], rv(&c[2])))
+            .replace_all(&out, |c: &regex::Captures| {
+                format!("{}{}", &c[1], rv(&c[2]))
+            })
             .into_owned();
         out = RV_PARENS
             .replace_all(&out, |c: &regex::Captures| {
@@ -380,7 +388,10 @@ mod tests {
         assert_eq!(n.text("w-x7k2b made"), "w-<suffix> made");
         assert_eq!(n.text("owner abc-1 in rabc123a"), "owner <uid:1> in <ns>");
         assert_eq!(n.text("opRabc123b"), "op<Ns2>");
-        assert_eq!(n.text("/openapi/v3/apis/x?hash=ABCDEF01"), "/openapi/v3/apis/x?hash=<hash>");
+        assert_eq!(
+            n.text("/openapi/v3/apis/x?hash=ABCDEF01"),
+            "/openapi/v3/apis/x?hash=<hash>"
+        );
         assert_eq!(
             n.text("Precondition failed: ResourceVersion in precondition: 77, ResourceVersion in object meta: 78"),
             "Precondition failed: ResourceVersion in precondition: <rv:1>, ResourceVersion in object meta: <rv>"

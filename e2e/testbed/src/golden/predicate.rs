@@ -18,7 +18,10 @@ pub fn holds(predicate: &Value, status: u16, body: &Value) -> bool {
     if let Some(want) = predicate.get("status").and_then(Value::as_u64) {
         return u64::from(status) == want;
     }
-    let pointer = predicate.get("pointer").and_then(Value::as_str).unwrap_or("");
+    let pointer = predicate
+        .get("pointer")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let target = body.pointer(pointer);
     if predicate.get("absent") == Some(&Value::Bool(true)) {
         return target.is_none();
@@ -61,13 +64,37 @@ mod tests {
             "rules": [1, 2], "spec": {"color": "blue"}});
         assert!(holds(&json!({"status": 200}), 200, &body));
         assert!(!holds(&json!({"status": 404}), 200, &body));
-        assert!(holds(&json!({"pointer": "/status/conditions", "contains": {"type": "Established", "status": "True"}}), 200, &body));
-        assert!(!holds(&json!({"pointer": "/status/conditions", "contains": {"type": "Established", "status": "False"}}), 200, &body));
-        assert!(holds(&json!({"pointer": "/rules", "length": 2}), 200, &body));
-        assert!(holds(&json!({"pointer": "/spec/color", "equals": "blue"}), 200, &body));
-        assert!(holds(&json!({"pointer": "/spec", "present": true}), 200, &body));
+        assert!(holds(
+            &json!({"pointer": "/status/conditions", "contains": {"type": "Established", "status": "True"}}),
+            200,
+            &body
+        ));
+        assert!(!holds(
+            &json!({"pointer": "/status/conditions", "contains": {"type": "Established", "status": "False"}}),
+            200,
+            &body
+        ));
+        assert!(holds(
+            &json!({"pointer": "/rules", "length": 2}),
+            200,
+            &body
+        ));
+        assert!(holds(
+            &json!({"pointer": "/spec/color", "equals": "blue"}),
+            200,
+            &body
+        ));
+        assert!(holds(
+            &json!({"pointer": "/spec", "present": true}),
+            200,
+            &body
+        ));
         assert!(holds(&json!({"pointer": "/spec"}), 200, &body));
         assert!(!holds(&json!({"pointer": "/nope"}), 200, &body));
-        assert!(holds(&json!({"pointer": "/nope", "absent": true}), 200, &body));
+        assert!(holds(
+            &json!({"pointer": "/nope", "absent": true}),
+            200,
+            &body
+        ));
     }
 }

@@ -10,14 +10,22 @@ pub fn apply(body: &Value, operations: &[Value]) -> Value {
             out = keep(&out, pointers.iter().filter_map(Value::as_str));
         } else if let Some(at) = op.get("filter").and_then(Value::as_str) {
             let where_ = op.get("where").and_then(Value::as_str).unwrap_or("");
-            let allowed = op.get("in").and_then(Value::as_array).cloned().unwrap_or_default();
+            let allowed = op
+                .get("in")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             if let Some(Value::Array(items)) = out.pointer_mut(at) {
                 items.retain(|item| item.pointer(where_).is_some_and(|v| allowed.contains(v)));
             }
         } else if let Some(at) = op.get("filter_keys").and_then(Value::as_str) {
             let prefixes: Vec<String> = match op.get("prefix") {
                 Some(Value::String(p)) => vec![p.clone()],
-                Some(Value::Array(ps)) => ps.iter().filter_map(Value::as_str).map(String::from).collect(),
+                Some(Value::Array(ps)) => ps
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect(),
                 _ => Vec::new(),
             };
             if let Some(Value::Object(map)) = out.pointer_mut(at) {
@@ -69,11 +77,23 @@ mod tests {
             json!({"paths": {"/apis/a": 1}})
         );
         assert_eq!(
-            apply(&body, &[json!({"keep": ["/groups"]}), json!({"filter": "/groups", "where": "/name", "in": ["b"]})]),
+            apply(
+                &body,
+                &[
+                    json!({"keep": ["/groups"]}),
+                    json!({"filter": "/groups", "where": "/name", "in": ["b"]})
+                ]
+            ),
             json!({"groups": [{"name": "b"}]})
         );
         assert_eq!(
-            apply(&body, &[json!({"keep": ["/paths"]}), json!({"filter_keys": "/paths", "prefix": ["/apis/b"]})]),
+            apply(
+                &body,
+                &[
+                    json!({"keep": ["/paths"]}),
+                    json!({"filter_keys": "/paths", "prefix": ["/apis/b"]})
+                ]
+            ),
             json!({"paths": {"/apis/b": 2}})
         );
     }

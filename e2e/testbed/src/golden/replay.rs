@@ -17,8 +17,8 @@ use super::case::{Case, Role, Step};
 use super::compare::{Actual, differences};
 use super::normalise::{BodyKind, Normaliser};
 use super::predicate::all_hold;
-use super::projection;
 use super::substitute::{Context, RawAnswer};
+use super::{projection, python_json};
 use crate::server::{ClusterOptions, TestCluster};
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
@@ -29,6 +29,8 @@ pub struct CaseOutcome {
     pub name: String,
     /// `step N (role): what differs`; empty when every step matched.
     pub differences: Vec<String>,
+    /// How long the replay took (polls and watch timeouts included).
+    pub elapsed: Duration,
 }
 
 impl CaseOutcome {
@@ -87,6 +89,7 @@ struct Run<'a> {
 impl Replayer {
     /// Replays one case on a fresh testbed cluster.
     pub async fn run(&self, case: &Case) -> CaseOutcome {
+        let started = Instant::now();
         let cluster = match TestCluster::start(ClusterOptions {
             name: "golden".into(),
             ..ClusterOptions::default()
@@ -98,6 +101,7 @@ impl Replayer {
                 return CaseOutcome {
                     name: case.name.clone(),
                     differences: vec![format!("cannot start a testbed cluster: {e}")],
+                    elapsed: started.elapsed(),
                 };
             }
         };
@@ -127,6 +131,7 @@ impl Replayer {
         CaseOutcome {
             name: case.name.clone(),
             differences,
+            elapsed: started.elapsed(),
         }
     }
 }
@@ -227,7 +232,7 @@ impl Run<'_> {
             builder = builder.header("Accept", "application/json");
         }
         let body = if let Some(body) = &request.body {
-            Bytes::from(serde_json::to_vec(&self.context.value(body)).unwrap_or_default())
+            Bytes::from(python_json::to_vec(&self.context.value(body)))
         } else if let Some(text) = &request.body_text {
             Bytes::from(self.context.text(text))
         } else {
@@ -297,7 +302,11 @@ impl Run<'_> {
             };
             for d in differences(expected, &compare, &actual) {
                 let role = format!("{:?}", step.role).to_lowercase();
-                let note = step.note.as_deref().map(|n| format!(" [{n}]")).unwrap_or_default();
+                let note = step
+                    .note
+                    .as_deref()
+                    .map(|n| format!(" [{n}]"))
+                    .unwrap_or_default();
                 out.push(format!("step {i} ({role}){note}: {d}"));
             }
         }
@@ -305,7 +314,10 @@ impl Run<'_> {
     }
 
     fn normalised(&self, normaliser: &mut Normaliser, step: &Step, answer: &Answer) -> Actual {
-        let expected = step.response.as_ref().expect("compared steps have a response");
+        let expected = step
+            .response
+            .as_ref()
+            .expect("compared steps have a response");
         let mut actual = Actual {
             status: answer.status,
             content_type: answer.content_type.clone(),

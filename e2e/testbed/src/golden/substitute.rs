@@ -59,7 +59,8 @@ impl Context {
         match value {
             Value::String(s) => {
                 if let Some(c) = PLACEHOLDER.captures(s)
-                    && c.get(0).is_some_and(|m| m.start() == 0 && m.end() == s.len())
+                    && c.get(0)
+                        .is_some_and(|m| m.start() == 0 && m.end() == s.len())
                     && let Some(v) = self.resolve(&c[1])
                 {
                     return v;
@@ -131,6 +132,9 @@ mod tests {
     #[test]
     fn unknown_placeholders_are_left_alone() {
         let c = context();
-        assert_eq!(c.text("{{ns3}} {{steps[0].status}}"), "{{ns3}} {{steps[0].status}}");
+        assert_eq!(
+            c.text("{{ns3}} {{steps[0].status}}"),
+            "{{ns3}} {{steps[0].status}}"
+        );
     }
 }

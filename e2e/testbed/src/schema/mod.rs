@@ -1,9 +1,21 @@
-//! CustomResourceDefinition schemas as kube-apiserver treats them: the structural-schema
-//! rules a CRD must meet to be accepted, and pruning, defaulting and validation (including
-//! CEL `x-kubernetes-validations`) of the objects stored under it.
+//! CustomResourceDefinition schemas as kube-apiserver treats them: the rules a CRD must meet
+//! to be accepted (`validate_crd`: names, versions, structural schemas, list types, defaults,
+//! CEL rules, printer columns, subresources), and pruning, defaulting and validation
+//! (including CEL `x-kubernetes-validations`) of the objects stored under it.
 
+mod cel_check;
+mod crd_spec;
+mod defaults;
+mod field_path;
+mod metadata_rules;
+pub mod object_meta;
+mod schema_rules;
 mod structural;
 mod validate;
 
-pub use structural::check_structural;
+pub use crd_spec::{
+    default_crd, initial_status, storage_version, validate_crd, validate_create,
+    validate_status_update, validate_update,
+};
+pub use metadata_rules::validate_metadata_names;
 pub use validate::{FieldError, FieldErrorKind, SchemaValidator, apply_defaults, prune, validate};

@@ -1,12 +1,18 @@
 //! Pruning, defaulting and validation of custom objects against a structural schema, with
-//! errors worded as kube-apiserver words them.
+//! errors worded as kube-apiserver words them: OpenAPI value validation first, then the CEL
+//! rules, which do not run when the object already has a blocking error.
 
-use std::collections::HashMap;
+mod cel;
+mod checks;
+mod correlate;
+mod defaults;
+mod formats;
+
 use std::fmt;
-use std::sync::{LazyLock, Mutex};
 
-use regex::Regex;
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+pub(crate) use defaults::prune_node;
 
 /// Kinds of field errors, named as the API server names them in 422 responses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,10 +41,23 @@ impl FieldErrorKind {
             FieldErrorKind::TypeInvalid => "FieldValueTypeInvalid",
         }
     }
+
+    /// Errors after which kube-apiserver does not evaluate CEL rules.
+    fn blocks_rules(self) -> bool {
+        matches!(
+            self,
+            FieldErrorKind::NotSupported
+                | FieldErrorKind::Required
+                | FieldErrorKind::TooLong
+                | FieldErrorKind::TooMany
+                | FieldErrorKind::TypeInvalid
+        )
+    }
 }
 
-/// One validation failure at a field path such as `spec.podSets[0].count`. `message` is the
-/// text the API server prints after `<field>: `.
+/// One validation failure at a field path such as `spec.podSets[0].count` (`""` for errors
+/// without a field, which kube-apiserver prints as `<nil>`). `message` is the text the API
+/// server prints after `<field>: `.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldError {
     pub kind: FieldErrorKind,
@@ -48,9 +67,24 @@ pub struct FieldError {
 
 impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
+        let field = if self.field.is_empty() {
+            "<nil>"
+        } else {
+            &self.field
+        };
+        write!(f, "{field}: {}", self.message)
     }
 }
+
+/// The result of validating an object: errors (a 422) and warnings (ratcheted rule failures).
+#[derive(Debug, Default)]
+pub struct Validation {
+    pub errors: Vec<FieldError>,
+    pub warnings: Vec<String>,
+}
+
+/// The cause kube-apiserver adds when CEL rules were skipped because of blocking errors.
+const RULES_NOT_CHECKED: &str = "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
 
 /// A CRD version's schema, ready to prune, default and validate objects. Build one per served
 /// version and reuse it: CEL rules are compiled once.
@@ -58,18 +92,14 @@ pub struct SchemaValidator {
     schema: Value,
     /// Compiled CEL rules; `None` when the schema has none (evaluating would only cost time).
     cel: Option<kube_cel::CompiledSchema>,
-    /// Whether any rule reads `oldSelf`; otherwise the old object is not converted.
-    transition_rules: bool,
 }
 
 impl SchemaValidator {
     /// Compiles the schema (including its CEL rules).
     pub fn new(schema: &Value) -> Self {
-        let rules = rule_texts(schema);
         Self {
             schema: schema.clone(),
-            cel: (!rules.is_empty()).then(|| kube_cel::compile_schema(schema)),
-            transition_rules: rules.iter().any(|r| r.contains("oldSelf")),
+            cel: has_rules(schema).then(|| kube_cel::compile_schema(schema)),
         }
     }
 
@@ -78,7 +108,6 @@ impl SchemaValidator {
         Self {
             schema: schema.clone(),
             cel: None,
-            transition_rules: false,
         }
     }
 
@@ -89,29 +118,47 @@ impl SchemaValidator {
 
     /// Fills schema defaults for absent fields.
     pub fn apply_defaults(&self, object: &mut Value) {
-        default_node(object, &self.schema);
+        defaults::default_node(object, &self.schema);
     }
 
     /// Validates an object (already pruned and defaulted); `old` is the stored object on
-    /// updates, for transition rules using `oldSelf`.
+    /// updates, for transition rules and ratcheting.
     pub fn validate(&self, object: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        self.validate_with_warnings(object, old).errors
+    }
+
+    /// [`validate`](Self::validate), also returning the warnings of ratcheted rules.
+    pub fn validate_with_warnings(&self, object: &Value, old: Option<&Value>) -> Validation {
         let mut errors = Vec::new();
-        validate_node(object, &self.schema, "", true, &mut errors);
-        if errors.is_empty()
-            && let Some(cel) = &self.cel
-        {
-            errors.extend(cel_errors(
-                cel,
-                object,
-                old.filter(|_| self.transition_rules),
-            ));
+        checks::validate_node(object, old, &self.schema, "", true, &mut errors);
+        let Some(cel) = &self.cel else {
+            return Validation {
+                errors,
+                warnings: Vec::new(),
+            };
+        };
+        if errors.iter().any(|e| e.kind.blocks_rules()) {
+            errors.push(FieldError {
+                kind: FieldErrorKind::Invalid,
+                field: String::new(),
+                message: RULES_NOT_CHECKED.into(),
+            });
+            return Validation {
+                errors,
+                warnings: Vec::new(),
+            };
         }
-        errors
+        let outcome = cel::evaluate(cel, &self.schema, object, old);
+        errors.extend(outcome.errors);
+        Validation {
+            errors,
+            warnings: outcome.warnings,
+        }
     }
 
     pub(crate) fn validate_value(&self, value: &Value) -> Vec<FieldError> {
         let mut errors = Vec::new();
-        validate_node(value, &self.schema, "", false, &mut errors);
+        checks::validate_node(value, None, &self.schema, "", false, &mut errors);
         errors
     }
 }
@@ -123,7 +170,7 @@ pub fn prune(object: &mut Value, schema: &Value) {
 
 /// Fills schema defaults for absent fields, in place.
 pub fn apply_defaults(object: &mut Value, schema: &Value) {
-    default_node(object, schema);
+    defaults::default_node(object, schema);
 }
 
 /// Validates an object (after pruning and defaulting) against the schema, including CEL rules.
@@ -132,573 +179,17 @@ pub fn validate(object: &Value, old: Option<&Value>, schema: &Value) -> Vec<Fiel
     SchemaValidator::new(schema).validate(object, old)
 }
 
-const OBJECT_META_FIELDS: &[&str] = &["apiVersion", "kind", "metadata"];
-
-pub(crate) fn prune_node(value: &mut Value, schema: &Value, keep_object_meta: bool) {
-    let preserve = schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
-    let embedded = schema.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true));
-    match value {
-        Value::Object(map) => {
-            let props = schema.get("properties").and_then(Value::as_object);
-            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
-            let keep_meta = keep_object_meta || embedded;
-            map.retain(|key, child| {
-                if keep_meta && OBJECT_META_FIELDS.contains(&key.as_str()) {
-                    return true;
-                }
-                let child_schema = props.and_then(|p| p.get(key)).or(additional);
-                match child_schema {
-                    Some(cs) => {
-                        !(child.is_null() && cs.get("nullable") != Some(&Value::Bool(true)))
-                    }
-                    None => preserve,
-                }
-            });
-            for (key, child) in map.iter_mut() {
-                if keep_meta
-                    && OBJECT_META_FIELDS.contains(&key.as_str())
-                    && props.and_then(|p| p.get(key)).is_none()
-                {
-                    continue;
-                }
-                if keep_meta && key == "metadata" {
-                    continue;
-                }
-                if let Some(cs) = props.and_then(|p| p.get(key)).or(additional) {
-                    prune_node(child, cs, false);
-                }
-            }
-        }
-        Value::Array(items) => {
-            if let Some(item_schema) = schema.get("items") {
-                for item in items {
-                    prune_node(item, item_schema, false);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-fn default_node(value: &mut Value, schema: &Value) {
-    match value {
-        Value::Object(map) => {
-            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-                for (key, prop) in props {
-                    if !map.contains_key(key)
-                        && let Some(default) = prop.get("default")
-                    {
-                        map.insert(key.clone(), default.clone());
-                    }
-                    if let Some(child) = map.get_mut(key) {
-                        default_node(child, prop);
-                    }
-                }
-            }
-            if let Some(additional) = schema.get("additionalProperties").filter(|a| a.is_object()) {
-                for child in map.values_mut() {
-                    default_node(child, additional);
-                }
-            }
-        }
-        Value::Array(items) => {
-            if let Some(item_schema) = schema.get("items") {
-                for item in items {
-                    default_node(item, item_schema);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
-    }
-}
-
-fn shown(value: &Value) -> String {
-    match value {
-        Value::Object(_) => "\"object\"".into(),
-        Value::Array(_) => "\"array\"".into(),
-        other => other.to_string(),
-    }
-}
-
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-fn type_matches(ty: &str, value: &Value) -> bool {
-    match ty {
-        "object" => value.is_object(),
-        "array" => value.is_array(),
-        "string" => value.is_string(),
-        "boolean" => value.is_boolean(),
-        "integer" => value.is_i64() || value.is_u64(),
-        "number" => value.is_number(),
-        _ => true,
-    }
-}
-
-fn push(errors: &mut Vec<FieldError>, kind: FieldErrorKind, field: &str, message: String) {
-    errors.push(FieldError {
-        kind,
-        field: field.to_string(),
-        message,
-    });
-}
-
-fn validate_node(
-    value: &Value,
-    schema: &Value,
-    path: &str,
-    is_root: bool,
-    errors: &mut Vec<FieldError>,
-) {
-    let Some(s) = schema.as_object() else { return };
-    let field = if path.is_empty() { "<root>" } else { path };
-
-    if value.is_null() {
-        if s.get("nullable") != Some(&Value::Bool(true)) {
-            push(
-                errors,
-                FieldErrorKind::TypeInvalid,
-                field,
-                format!(
-                    "Invalid value: \"null\": {field} in body must be of type {}: \"null\"",
-                    s.get("type").and_then(Value::as_str).unwrap_or("object")
-                ),
-            );
-        }
-        return;
-    }
-    if s.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
-        if !(value.is_string() || value.is_i64() || value.is_u64()) {
-            push(
-                errors,
-                FieldErrorKind::TypeInvalid,
-                field,
-                format!(
-                    "Invalid value: \"{}\": {field} in body must be of type integer or string: \"{}\"",
-                    type_name(value),
-                    type_name(value)
-                ),
-            );
-            return;
-        }
-    } else if let Some(ty) = s.get("type").and_then(Value::as_str)
-        && !type_matches(ty, value)
-    {
-        push(
-            errors,
-            FieldErrorKind::TypeInvalid,
-            field,
-            format!(
-                "Invalid value: \"{}\": {field} in body must be of type {ty}: \"{}\"",
-                type_name(value),
-                type_name(value)
-            ),
-        );
-        return;
-    }
-
-    if let Some(allowed) = s.get("enum").and_then(Value::as_array)
-        && !allowed.contains(value)
-    {
-        let list: Vec<String> = allowed.iter().map(|v| v.to_string()).collect();
-        push(
-            errors,
-            FieldErrorKind::NotSupported,
-            field,
-            format!(
-                "Unsupported value: {value}: supported values: {}",
-                list.join(", ")
-            ),
-        );
-    }
-    if let Some(n) = value.as_f64() {
-        validate_number(n, value, s, field, errors);
-    }
-    if let Some(text) = value.as_str() {
-        validate_string(text, s, field, errors);
-    }
-    for logic in ["anyOf", "allOf", "oneOf"] {
-        if let Some(branches) = s.get(logic).and_then(Value::as_array) {
-            let passing = branches.iter().filter(|b| branch_ok(value, b)).count();
-            let ok = match logic {
-                "anyOf" => passing > 0,
-                "allOf" => passing == branches.len(),
-                _ => passing == 1,
-            };
-            if !ok {
-                push(
-                    errors,
-                    FieldErrorKind::Invalid,
-                    field,
-                    format!(
-                        "Invalid value: {}: {field} in body must match {logic} schemas",
-                        shown(value)
-                    ),
-                );
-            }
-        }
-    }
-    if let Some(not) = s.get("not")
-        && branch_ok(value, not)
-    {
-        push(
-            errors,
-            FieldErrorKind::Invalid,
-            field,
-            format!(
-                "Invalid value: {}: {field} in body must not match the schema in not",
-                shown(value)
-            ),
-        );
-    }
-
-    match value {
-        Value::Object(map) => validate_object(map, s, path, field, is_root, errors),
-        Value::Array(items) => validate_array(items, s, path, field, errors),
-        _ => {}
-    }
-}
-
-fn branch_ok(value: &Value, branch: &Value) -> bool {
-    let mut errors = Vec::new();
-    validate_node(value, branch, "x", false, &mut errors);
-    errors.is_empty()
-}
-
-fn validate_number(
-    n: f64,
-    value: &Value,
-    s: &Map<String, Value>,
-    field: &str,
-    errors: &mut Vec<FieldError>,
-) {
-    if let Some(min) = s.get("minimum").and_then(Value::as_f64) {
-        let exclusive = s.get("exclusiveMinimum") == Some(&Value::Bool(true));
-        if n < min || (exclusive && n == min) {
-            let op = if exclusive {
-                "greater than"
-            } else {
-                "greater than or equal to"
-            };
-            push(
-                errors,
-                FieldErrorKind::Invalid,
-                field,
-                format!(
-                    "Invalid value: {value}: {field} in body should be {op} {}",
-                    bound(&s["minimum"])
-                ),
-            );
-        }
-    }
-    if let Some(max) = s.get("maximum").and_then(Value::as_f64) {
-        let exclusive = s.get("exclusiveMaximum") == Some(&Value::Bool(true));
-        if n > max || (exclusive && n == max) {
-            let op = if exclusive {
-                "less than"
-            } else {
-                "less than or equal to"
-            };
-            push(
-                errors,
-                FieldErrorKind::Invalid,
-                field,
-                format!(
-                    "Invalid value: {value}: {field} in body should be {op} {}",
-                    bound(&s["maximum"])
-                ),
-            );
-        }
-    }
-    if let Some(m) = s.get("multipleOf").and_then(Value::as_f64)
-        && m > 0.0
-        && (n / m).fract() != 0.0
-    {
-        push(
-            errors,
-            FieldErrorKind::Invalid,
-            field,
-            format!(
-                "Invalid value: {value}: {field} in body should be a multiple of {}",
-                s["multipleOf"]
-            ),
-        );
-    }
-}
-
-/// A bound as kube-apiserver prints it: `0`, not `0.0`.
-fn bound(value: &Value) -> String {
-    match value.as_f64() {
-        Some(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => format!("{}", n as i64),
-        _ => value.to_string(),
-    }
-}
-
-fn validate_string(text: &str, s: &Map<String, Value>, field: &str, errors: &mut Vec<FieldError>) {
-    let chars = text.chars().count() as u64;
-    if let Some(max) = s.get("maxLength").and_then(Value::as_u64)
-        && chars > max
-    {
-        push(
-            errors,
-            FieldErrorKind::TooLong,
-            field,
-            format!("Too long: may not be more than {max} bytes"),
-        );
-    }
-    if let Some(min) = s.get("minLength").and_then(Value::as_u64)
-        && chars < min
-    {
-        push(
-            errors,
-            FieldErrorKind::Invalid,
-            field,
-            format!(
-                "Invalid value: {:?}: {field} in body should be at least {min} chars long",
-                text
-            ),
-        );
-    }
-    if let Some(pattern) = s.get("pattern").and_then(Value::as_str)
-        && !pattern_matches(pattern, text)
-    {
-        push(
-            errors,
-            FieldErrorKind::Invalid,
-            field,
-            format!("Invalid value: {text:?}: {field} in body should match '{pattern}'"),
-        );
-    }
-    if s.get("format").and_then(Value::as_str) == Some("date-time")
-        && chrono::DateTime::parse_from_rfc3339(text).is_err()
-    {
-        push(
-            errors,
-            FieldErrorKind::Invalid,
-            field,
-            format!("Invalid value: {text:?}: {field} in body must be of type date-time: {text:?}"),
-        );
-    }
-}
-
-/// Compiled patterns, shared by every validator (the same few dozen patterns recur).
-static PATTERNS: LazyLock<Mutex<HashMap<String, Option<Regex>>>> = LazyLock::new(Default::default);
-
-fn pattern_matches(pattern: &str, text: &str) -> bool {
-    let mut cache = match PATTERNS.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    let regex = cache
-        .entry(pattern.to_string())
-        .or_insert_with(|| Regex::new(pattern).ok());
-    // A pattern the engine cannot compile is not held against the object.
-    regex.as_ref().is_none_or(|r| r.is_match(text))
-}
-
-fn validate_object(
-    map: &Map<String, Value>,
-    s: &Map<String, Value>,
-    path: &str,
-    field: &str,
-    is_root: bool,
-    errors: &mut Vec<FieldError>,
-) {
-    if let Some(required) = s.get("required").and_then(Value::as_array) {
-        for key in required.iter().filter_map(Value::as_str) {
-            if !map.contains_key(key) {
-                push(
-                    errors,
-                    FieldErrorKind::Required,
-                    &join(path, key),
-                    "Required value".into(),
-                );
-            }
-        }
-    }
-    let count = map.len() as u64;
-    if let Some(max) = s.get("maxProperties").and_then(Value::as_u64)
-        && count > max
-    {
-        push(
-            errors,
-            FieldErrorKind::TooMany,
-            field,
-            format!("Too many: {count}: must have at most {max} items"),
-        );
-    }
-    if let Some(min) = s.get("minProperties").and_then(Value::as_u64)
-        && count < min
-    {
-        push(
-            errors,
-            FieldErrorKind::Invalid,
-            field,
-            format!(
-                "Invalid value: {count}: {field} in body should have at least {min} properties"
-            ),
-        );
-    }
-    let props = s.get("properties").and_then(Value::as_object);
-    let additional = s.get("additionalProperties").filter(|a| a.is_object());
-    for (key, child) in map {
-        if is_root && OBJECT_META_FIELDS.contains(&key.as_str()) {
-            continue;
-        }
-        if let Some(child_schema) = props.and_then(|p| p.get(key)) {
-            validate_node(child, child_schema, &join(path, key), false, errors);
-        } else if let Some(child_schema) = additional {
-            validate_node(
-                child,
-                child_schema,
-                &format!("{path}[{key}]"),
-                false,
-                errors,
-            );
-        }
-    }
-}
-
-fn validate_array(
-    items: &[Value],
-    s: &Map<String, Value>,
-    path: &str,
-    field: &str,
-    errors: &mut Vec<FieldError>,
-) {
-    let count = items.len() as u64;
-    if let Some(max) = s.get("maxItems").and_then(Value::as_u64)
-        && count > max
-    {
-        push(
-            errors,
-            FieldErrorKind::TooMany,
-            field,
-            format!("Too many: {count}: must have at most {max} items"),
-        );
-    }
-    if let Some(min) = s.get("minItems").and_then(Value::as_u64)
-        && count < min
-    {
-        push(
-            errors,
-            FieldErrorKind::Invalid,
-            field,
-            format!("Invalid value: {count}: {field} in body should have at least {min} items"),
-        );
-    }
-    if let Some(item_schema) = s.get("items") {
-        for (i, item) in items.iter().enumerate() {
-            validate_node(item, item_schema, &format!("{path}[{i}]"), false, errors);
-        }
-    }
-    match s.get("x-kubernetes-list-type").and_then(Value::as_str) {
-        Some("set") => {
-            for (i, item) in items.iter().enumerate() {
-                if items[..i].contains(item) {
-                    push(
-                        errors,
-                        FieldErrorKind::Duplicate,
-                        &format!("{path}[{i}]"),
-                        format!("Duplicate value: {item}"),
-                    );
-                }
-            }
-        }
-        Some("map") => {
-            let keys: Vec<&str> = s
-                .get("x-kubernetes-list-map-keys")
-                .and_then(Value::as_array)
-                .map(|k| k.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let key_of = |item: &Value| -> Map<String, Value> {
-                keys.iter()
-                    .filter_map(|k| item.get(*k).map(|v| ((*k).to_string(), v.clone())))
-                    .collect()
-            };
-            for (i, item) in items.iter().enumerate() {
-                let key = key_of(item);
-                if items[..i].iter().any(|other| key_of(other) == key) {
-                    push(
-                        errors,
-                        FieldErrorKind::Duplicate,
-                        &format!("{path}[{i}]"),
-                        format!("Duplicate value: {}", Value::Object(key)),
-                    );
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-thread_local! {
-    static CEL: kube_cel::Validator = kube_cel::Validator::new();
-}
-
-/// Every `x-kubernetes-validations` rule in the schema.
-fn rule_texts(schema: &Value) -> Vec<String> {
-    let mut out = Vec::new();
+/// Whether any node of the schema has `x-kubernetes-validations` rules.
+fn has_rules(schema: &Value) -> bool {
     match schema {
         Value::Object(map) => {
-            if let Some(Value::Array(rules)) = map.get("x-kubernetes-validations") {
-                out.extend(
-                    rules
-                        .iter()
-                        .filter_map(|r| r.get("rule")?.as_str().map(str::to_string)),
-                );
-            }
-            for child in map.values() {
-                out.extend(rule_texts(child));
-            }
+            map.get("x-kubernetes-validations")
+                .and_then(Value::as_array)
+                .is_some_and(|r| !r.is_empty())
+                || map.values().any(has_rules)
         }
-        Value::Array(items) => items.iter().for_each(|i| out.extend(rule_texts(i))),
-        _ => {}
-    }
-    out
-}
-
-fn cel_errors(
-    cel: &kube_cel::CompiledSchema,
-    object: &Value,
-    old: Option<&Value>,
-) -> Vec<FieldError> {
-    let result = CEL.with(|validator| validator.validate_compiled(cel, object, old));
-    match result {
-        Ok(()) => Vec::new(),
-        Err(failures) => failures
-            .into_vec()
-            .into_iter()
-            .map(|f| {
-                let field = if f.field_path.is_empty() {
-                    "<root>".to_string()
-                } else {
-                    f.field_path.clone()
-                };
-                FieldError {
-                    kind: FieldErrorKind::Invalid,
-                    message: format!("Invalid value: \"object\": {}", f.message),
-                    field,
-                }
-            })
-            .collect(),
+        Value::Array(items) => items.iter().any(has_rules),
+        _ => false,
     }
 }
 
@@ -791,7 +282,7 @@ mod tests {
         );
         assert!(
             has(
-                "spec.q: Invalid value: \"number\": spec.q in body must be of type integer or string: \"number\""
+                "spec.q: Invalid value: \"number\": spec.q in body must be of type integer,string: \"number\""
             ),
             "{text:?}"
         );
@@ -840,6 +331,45 @@ mod tests {
         );
         let (_, errors) = run(json!({"spec": {"name": "ok", "count": 3, "q": "5Gi"}}));
         assert!(errors.is_empty(), "{errors:?}");
+    }
+
+    #[test]
+    fn blocking_errors_skip_the_rules_and_say_so() {
+        let (_, errors) = run(json!({"spec": {"name": "ok", "count": 12, "mode": "C"}}));
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(
+            errors
+                .iter()
+                .all(|e| !e.message.contains("count must stay below 10"))
+        );
+        assert_eq!(errors[1].to_string(), format!("<nil>: {RULES_NOT_CHECKED}"));
+    }
+
+    #[test]
+    fn unchanged_invalid_values_are_ratcheted() {
+        let v = SchemaValidator::new(&schema());
+        let old = json!({"spec": {"name": "TOOLONG", "count": 1}});
+        let new = json!({"spec": {"name": "TOOLONG", "count": 2}});
+        assert!(v.validate(&new, Some(&old)).is_empty());
+        let changed = json!({"spec": {"name": "TOOLONGER", "count": 2}});
+        assert!(!v.validate(&changed, Some(&old)).is_empty());
+        assert!(!v.validate(&new, None).is_empty());
+    }
+
+    #[test]
+    fn int32_overflow_is_a_composite_error() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "replicas": {"type": "integer", "format": "int32"}}}}});
+        let errors = validate(
+            &json!({"spec": {"replicas": 3_000_000_000_i64}}),
+            None,
+            &schema,
+        );
+        assert_eq!(errors.len(), 1);
+        assert_eq!(
+            errors[0].to_string(),
+            "<nil>: Invalid value: \"\": Checked value must be of type integer with format int32 in spec.replicas"
+        );
     }
 
     #[test]

@@ -1,169 +1,360 @@
-//! CustomResourceDefinitions: admission (names, versions, structural schemas), the status
-//! the API server writes, and registration of the served resources.
+//! CustomResourceDefinitions: admission (defaults and `schema::validate_*`), the status
+//! kube-apiserver keeps on them (its naming and establishing controllers), and the
+//! deletion that first marks a CRD and then removes its instances.
 
 use serde_json::{Value, json};
 
-use super::error::{Cause, invalid_value, required};
+use super::error::Cause;
+use super::managed::Operation;
 use super::meta;
+use super::ops::{self, WriteOpts};
+use super::store::Store;
+use crate::schema::{self, FieldError};
 
-/// Fills defaults and checks a CRD; returns the causes of a 422.
-pub fn admit(crd: &mut Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    if !crd["spec"].is_object() {
-        return vec![required("spec", "")];
+/// The finalizer kube-apiserver puts on a CRD being deleted until its instances are gone.
+const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+/// The manager of the writes kube-apiserver's own controllers make.
+const CONTROLLER_MANAGER: &str = "kube-apiserver";
+const CRD_TABLE: &str = "apiextensions.k8s.io/customresourcedefinitions";
+
+fn cause(e: FieldError) -> Cause {
+    Cause {
+        reason: e.kind.cause_reason(),
+        field: e.field,
+        message: e.message,
     }
-    if !crd["spec"]["names"].is_object() {
-        return vec![required("spec.names", "")];
-    }
-    let group = crd["spec"]["group"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let plural = crd["spec"]["names"]["plural"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let kind = crd["spec"]["names"]["kind"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    if group.is_empty() {
-        causes.push(required("spec.group", ""));
-    } else if !group.contains('.') {
-        causes.push(invalid_value(
-            "spec.group",
-            &Value::String(group.clone()),
-            "should be a domain with at least one dot",
-        ));
-    }
-    if plural.is_empty() {
-        causes.push(required("spec.names.plural", ""));
-    }
-    if kind.is_empty() {
-        causes.push(required("spec.names.kind", ""));
-    }
-    let name = meta::name_of(crd).to_string();
-    if !plural.is_empty() && !group.is_empty() && name != format!("{plural}.{group}") {
-        causes.push(invalid_value(
-            "metadata.name",
-            &Value::String(name),
-            "must be spec.names.plural+\".\"+spec.group",
-        ));
-    }
-    match crd["spec"]["scope"].as_str() {
-        Some("Namespaced") | Some("Cluster") => {}
-        Some(other) => causes.push(Cause {
-            reason: "FieldValueNotSupported",
-            field: "spec.scope".into(),
-            message: format!(
-                "Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\""
-            ),
-        }),
-        None => causes.push(required("spec.scope", "")),
-    }
-    if crd["spec"]["names"]["singular"]
-        .as_str()
-        .is_none_or(str::is_empty)
-    {
-        crd["spec"]["names"]["singular"] = Value::String(kind.to_lowercase());
-    }
-    if crd["spec"]["names"]["listKind"]
-        .as_str()
-        .is_none_or(str::is_empty)
-    {
-        crd["spec"]["names"]["listKind"] = Value::String(format!("{kind}List"));
-    }
-    if crd["spec"]["conversion"].is_null() {
-        crd["spec"]["conversion"] = json!({"strategy": "None"});
-    }
-    let versions = crd["spec"]["versions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    if versions.is_empty() {
-        causes.push(required(
-            "spec.versions",
-            "must have exactly one version marked as storage version",
-        ));
-    }
-    let storage = versions
-        .iter()
-        .filter(|v| v["storage"].as_bool() == Some(true))
-        .count();
-    if !versions.is_empty() && storage != 1 {
-        causes.push(invalid_value(
-            "spec.versions",
-            &Value::Array(Vec::new()),
-            "must have exactly one version marked as storage version",
-        ));
-    }
-    for (i, v) in versions.iter().enumerate() {
-        let schema = &v["schema"]["openAPIV3Schema"];
-        if schema.is_null() {
-            causes.push(required(
-                &format!("spec.versions[{i}].schema.openAPIV3Schema"),
-                "schemas are required",
-            ));
-            continue;
-        }
-        for message in crate::schema::check_structural(schema) {
-            let base = format!("spec.versions[{i}].schema");
-            let (field, rest) = match message.split_once(": ") {
-                Some((f, r)) if !f.contains(' ') => {
-                    let f = if f.starts_with("openAPIV3Schema") {
-                        format!("{base}.{f}")
-                    } else {
-                        format!("{base}.openAPIV3Schema.{f}")
-                    };
-                    (f, r.to_string())
-                }
-                _ => (format!("{base}.openAPIV3Schema"), message.clone()),
-            };
-            let reason = if rest.starts_with("Required value") {
-                "FieldValueRequired"
-            } else if rest.starts_with("Unsupported value") {
-                "FieldValueNotSupported"
-            } else if rest.starts_with("Forbidden") {
-                "FieldValueForbidden"
-            } else {
-                "FieldValueInvalid"
-            };
-            causes.push(Cause {
-                reason,
-                field,
-                message: rest,
-            });
-        }
-    }
-    causes
 }
 
-/// The status kube-apiserver maintains on an accepted CRD.
-pub fn accepted_status(crd: &Value, old: Option<&Value>) -> Value {
-    let now = meta::now_time();
-    let storage: Vec<Value> = crd["spec"]["versions"]
+/// Defaults and checks a CRD written through the main resource (`sub` = None) or its status;
+/// sets the status a write to the main resource may not change. Returns the causes of a 422.
+pub fn admit(crd: &mut Value, old: Option<&Value>, sub: Option<&str>) -> Vec<Cause> {
+    if !crd.is_object() {
+        return Vec::new();
+    }
+    if sub == Some("status") {
+        return schema::validate_status_update(crd)
+            .into_iter()
+            .map(cause)
+            .collect();
+    }
+    schema::default_crd(crd);
+    let errors = match old {
+        None => {
+            crd["status"] = schema::initial_status(crd);
+            schema::validate_create(crd)
+        }
+        Some(old) => {
+            crd["status"] = old["status"].clone();
+            if let Some(storage) = schema::storage_version(crd) {
+                let stored = &mut crd["status"]["storedVersions"];
+                match stored.as_array_mut() {
+                    Some(list) if !list.iter().any(|v| v == &storage) => list.push(json!(storage)),
+                    Some(_) => {}
+                    None => *stored = json!([storage]),
+                }
+            }
+            schema::validate_update(crd, old, condition_true(old, "Established"))
+        }
+    };
+    errors.into_iter().map(cause).collect()
+}
+
+fn condition_true(crd: &Value, kind: &str) -> bool {
+    crd["status"]["conditions"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|v| v["storage"].as_bool() == Some(true))
-        .map(|v| v["name"].clone())
-        .collect();
-    let mut stored_versions: Vec<Value> = old
-        .and_then(|o| o["status"]["storedVersions"].as_array().cloned())
-        .unwrap_or_default();
-    for v in storage {
-        if !stored_versions.contains(&v) {
-            stored_versions.push(v);
+        .any(|c| c["type"] == kind && c["status"] == "True")
+}
+
+/// Whether the CRD's resources are served: it is Established.
+pub fn serves(crd: &Value) -> bool {
+    condition_true(crd, "Established")
+}
+
+/// The names other CRDs of the same group have been granted.
+struct UsedNames {
+    resources: Vec<String>,
+    kinds: Vec<String>,
+}
+
+fn used_names(store: &Store, crd: &Value) -> UsedNames {
+    let mut used = UsedNames {
+        resources: Vec::new(),
+        kinds: Vec::new(),
+    };
+    let name = meta::name_of(crd);
+    for other in store.list(CRD_TABLE, None, None) {
+        let other = other.value();
+        if meta::name_of(&other) == name || other["spec"]["group"] != crd["spec"]["group"] {
+            continue;
+        }
+        let accepted = &other["status"]["acceptedNames"];
+        for key in ["plural", "singular"] {
+            if let Some(v) = accepted[key].as_str().filter(|v| !v.is_empty()) {
+                used.resources.push(v.to_string());
+            }
+        }
+        for v in accepted["shortNames"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            used.resources.push(v.to_string());
+        }
+        for key in ["kind", "listKind"] {
+            if let Some(v) = accepted[key].as_str().filter(|v| !v.is_empty()) {
+                used.kinds.push(v.to_string());
+            }
         }
     }
-    json!({
-        "acceptedNames": crd["spec"]["names"].clone(),
-        "conditions": [
-            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
-             "message": "no conflicts found", "lastTransitionTime": now},
-            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
-             "message": "the initial names have been accepted", "lastTransitionTime": now},
-        ],
-        "storedVersions": stored_versions,
-    })
+    used
+}
+
+/// `equalToAcceptedOrFresh`.
+fn fresh(requested: &str, accepted: &str, used: &[String]) -> Result<(), String> {
+    if requested == accepted || !used.iter().any(|u| u == requested) {
+        Ok(())
+    } else {
+        Err(format!("{requested:?} is already in use"))
+    }
+}
+
+fn condition(kind: &str, status: &str, reason: &str, message: &str, old: &Value) -> Value {
+    let previous = old["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == kind);
+    let time = match previous {
+        Some(p) if p["status"] == status => p["lastTransitionTime"].clone(),
+        _ => json!(meta::now_time()),
+    };
+    json!({"type": kind, "status": status, "lastTransitionTime": time, "reason": reason, "message": message})
+}
+
+/// The status kube-apiserver's naming and establishing controllers converge a CRD to.
+fn desired_status(store: &Store, crd: &Value) -> Value {
+    let used = used_names(store, crd);
+    let requested = &crd["spec"]["names"];
+    let accepted = &crd["status"]["acceptedNames"];
+    let mut names = accepted.as_object().cloned().unwrap_or_default();
+    let mut problem: Option<(&str, String)> = None;
+    let s = |v: &Value, k: &str| v[k].as_str().unwrap_or("").to_string();
+    for (key, reason, pool) in [
+        ("plural", "PluralConflict", &used.resources),
+        ("singular", "SingularConflict", &used.resources),
+    ] {
+        match fresh(&s(requested, key), &s(accepted, key), pool) {
+            Ok(()) => {
+                if !requested[key].is_null() {
+                    names.insert(key.into(), requested[key].clone());
+                }
+            }
+            Err(e) => problem = Some((reason, e)),
+        }
+    }
+    if requested["shortNames"] != accepted["shortNames"] {
+        let mine: Vec<&Value> = accepted["shortNames"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .collect();
+        let errs: Vec<String> = requested["shortNames"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|n| !mine.contains(n))
+            .filter_map(|n| fresh(n.as_str().unwrap_or(""), "", &used.resources).err())
+            .collect();
+        if errs.is_empty() {
+            if requested["shortNames"].is_null() {
+                names.remove("shortNames");
+            } else {
+                names.insert("shortNames".into(), requested["shortNames"].clone());
+            }
+        } else {
+            let joined = if errs.len() == 1 {
+                errs[0].clone()
+            } else {
+                format!("[{}]", errs.join(", "))
+            };
+            problem = Some(("ShortNamesConflict", joined));
+        }
+    }
+    for (key, reason) in [("kind", "KindConflict"), ("listKind", "ListKindConflict")] {
+        match fresh(&s(requested, key), &s(accepted, key), &used.kinds) {
+            Ok(()) => {
+                if !requested[key].is_null() {
+                    names.insert(key.into(), requested[key].clone());
+                }
+            }
+            Err(e) => problem = Some((reason, e)),
+        }
+    }
+    match &requested["categories"] {
+        Value::Null => {
+            names.remove("categories");
+        }
+        c => {
+            names.insert("categories".into(), c.clone());
+        }
+    }
+    let accepted_ok = problem.is_none();
+    let names_accepted = match &problem {
+        None => condition(
+            "NamesAccepted",
+            "True",
+            "NoConflicts",
+            "no conflicts found",
+            crd,
+        ),
+        Some((reason, message)) => condition("NamesAccepted", "False", reason, message, crd),
+    };
+    // Once Established, a CRD stays so; otherwise it is as soon as all names are accepted.
+    let established = if condition_true(crd, "Established") || accepted_ok {
+        condition(
+            "Established",
+            "True",
+            "InitialNamesAccepted",
+            "the initial names have been accepted",
+            crd,
+        )
+    } else {
+        condition(
+            "Established",
+            "False",
+            "NotAccepted",
+            "not all names are accepted",
+            crd,
+        )
+    };
+    let mut conditions = vec![names_accepted, established];
+    for c in crd["status"]["conditions"].as_array().into_iter().flatten() {
+        if c["type"] != "NamesAccepted" && c["type"] != "Established" {
+            conditions.push(c.clone());
+        }
+    }
+    let mut status = crd["status"].clone();
+    status["conditions"] = Value::Array(conditions);
+    status["acceptedNames"] = Value::Object(names);
+    status
+}
+
+/// After a CRD was written: the naming and establishing controllers update its status (a
+/// separate write by `kube-apiserver` through the status subresource), then the CRDs of the
+/// same group are looked at again (a freed name may now be granted).
+pub fn reconcile(store: &mut Store, crd: &Value) {
+    reconcile_one(store, crd);
+    reconcile_group(store, crd);
+}
+
+fn reconcile_one(store: &mut Store, crd: &Value) {
+    if crd["metadata"]["deletionTimestamp"].is_string() {
+        return;
+    }
+    let status = desired_status(store, crd);
+    if status == crd["status"] {
+        return;
+    }
+    let Some(rt) = store
+        .registry
+        .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    else {
+        return;
+    };
+    let mut updated = crd.clone();
+    updated["status"] = status;
+    let opts = WriteOpts {
+        manager: CONTROLLER_MANAGER.into(),
+        sub: Some("status".into()),
+        ..WriteOpts::default()
+    };
+    let name = meta::name_of(crd).to_string();
+    if let Err(e) = ops::update(store, &rt, None, &name, updated, &opts, Operation::Update) {
+        tracing::warn!("CRD status update of {name} failed: {e}");
+    }
+}
+
+/// Other CRDs of the group that have not got all their names yet.
+fn reconcile_group(store: &mut Store, crd: &Value) {
+    let waiting: Vec<Value> = store
+        .list(CRD_TABLE, None, None)
+        .map(|o| o.value())
+        .filter(|o| {
+            meta::name_of(o) != meta::name_of(crd)
+                && o["spec"]["group"] == crd["spec"]["group"]
+                && !condition_true(o, "NamesAccepted")
+        })
+        .collect();
+    for other in waiting {
+        reconcile_one(store, &other);
+    }
+}
+
+/// The first DELETE of a CRD: kube-apiserver sets the deletion timestamp, the cleanup
+/// finalizer and a Terminating condition (its cleanup controller then removes the
+/// instances and the finalizer).
+pub fn mark_for_deletion(crd: &Value) -> Value {
+    let mut marked = crd.clone();
+    let md = meta::metadata_mut(&mut marked);
+    md.insert("deletionTimestamp".into(), json!(meta::now_time()));
+    let mut finalizers = meta::finalizers(crd);
+    if !finalizers.iter().any(|f| f == CLEANUP_FINALIZER) {
+        finalizers.push(CLEANUP_FINALIZER.into());
+    }
+    md.insert("finalizers".into(), json!(finalizers));
+    let terminating = json!({
+        "type": "Terminating", "status": "True", "lastTransitionTime": meta::now_time(),
+        "reason": "InstanceDeletionPending",
+        "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+    });
+    let conditions = marked["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut conditions: Vec<Value> = conditions
+        .into_iter()
+        .filter(|c| c["type"] != "Terminating")
+        .collect();
+    conditions.push(terminating);
+    marked["status"]["conditions"] = Value::Array(conditions);
+    marked
+}
+
+/// Whether the only finalizer left is the cleanup one (so the CRD can go with its instances).
+pub fn only_cleanup_finalizer(crd: &Value) -> bool {
+    meta::finalizers(crd).iter().all(|f| f == CLEANUP_FINALIZER)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_crd_gets_defaults_and_the_initial_status() {
+        let mut crd = json!({"metadata": {"name": "widgets.a.example"}, "spec": {"group": "a.example", "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object"}}}]}});
+        assert!(admit(&mut crd, None, None).is_empty());
+        assert_eq!(crd["spec"]["conversion"], json!({"strategy": "None"}));
+        assert_eq!(crd["spec"]["names"]["listKind"], "WidgetList");
+        assert_eq!(
+            crd["status"],
+            json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": ["v1"]})
+        );
+    }
+
+    #[test]
+    fn deletion_marks_the_crd_terminating() {
+        let crd = json!({"metadata": {"name": "w.a.b"}, "status": {"conditions": []}});
+        let marked = mark_for_deletion(&crd);
+        assert_eq!(marked["metadata"]["finalizers"], json!([CLEANUP_FINALIZER]));
+        assert_eq!(
+            marked["status"]["conditions"][0]["reason"],
+            "InstanceDeletionPending"
+        );
+        assert!(only_cleanup_finalizer(&marked));
+    }
 }

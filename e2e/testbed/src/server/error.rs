@@ -12,6 +12,11 @@ pub struct ApiError {
     pub reason: &'static str,
     pub message: String,
     pub details: Option<Value>,
+    /// Answered as Go's plain-text `404 page not found` instead of a Status: the path is
+    /// outside every API prefix the server serves.
+    pub plain_text: bool,
+    /// `Warning` headers sent with the error (what decoding noticed before it failed).
+    pub warnings: Vec<String>,
 }
 
 impl ApiError {
@@ -21,6 +26,21 @@ impl ApiError {
             reason,
             message: message.into(),
             details: None,
+            plain_text: false,
+            warnings: Vec::new(),
+        }
+    }
+
+    pub fn with_warnings(mut self, warnings: Vec<String>) -> Self {
+        self.warnings = warnings;
+        self
+    }
+
+    /// The 404 of Go's default mux for a path no API handler claims (an unknown API group).
+    pub fn page_not_found() -> Self {
+        Self {
+            plain_text: true,
+            ..Self::new(404, "NotFound", "404 page not found")
         }
     }
 
@@ -40,12 +60,18 @@ impl ApiError {
             "NotFound",
             format!("{} \"{name}\" not found", qualified(group, plural)),
         )
-        .with_details(json!({"name": name, "group": group, "kind": plural}))
+        .with_details(details(name, group, plural))
     }
 
+    /// The 404 of a path no handler serves inside a served API prefix (an unknown resource,
+    /// version or subresource): the generic answer with empty details.
     pub fn not_found_path() -> Self {
-        Self::new(404, "NotFound", "the server could not find the requested resource")
-            .with_details(json!({"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]}))
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+        .with_details(json!({}))
     }
 
     pub fn already_exists(group: &str, plural: &str, name: &str) -> Self {
@@ -54,9 +80,11 @@ impl ApiError {
             "AlreadyExists",
             format!("{} \"{name}\" already exists", qualified(group, plural)),
         )
-        .with_details(json!({"name": name, "group": group, "kind": plural}))
+        .with_details(details(name, group, plural))
     }
 
+    /// `409 Conflict` on `plural.group "name"`. Some callers pass a Kind as `plural`: the
+    /// delete preconditions name the object by its Kind, as kube-apiserver does.
     pub fn conflict(group: &str, plural: &str, name: &str, why: &str) -> Self {
         Self::new(
             409,
@@ -66,7 +94,26 @@ impl ApiError {
                 qualified(group, plural)
             ),
         )
-        .with_details(json!({"name": name, "group": group, "kind": plural}))
+        .with_details(details(name, group, plural))
+    }
+
+    /// `405` for a verb a resource does not offer (e.g. DELETE of a status subresource).
+    pub fn method_not_supported(group: &str, plural: &str, verb: &str) -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            format!(
+                "{verb} is not supported on resources of kind \"{}\"",
+                qualified(group, plural)
+            ),
+        )
+        .with_details(details("", group, plural))
+    }
+
+    /// A failure kube-apiserver reports without a reason (an error its storage layer did not
+    /// classify), e.g. an unparsable resourceVersion: `500` with only a message.
+    pub fn unclassified(message: impl Into<String>) -> Self {
+        Self::new(500, "", message)
     }
 
     pub fn modified(group: &str, plural: &str, name: &str) -> Self {
@@ -115,6 +162,12 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
+        if self.reason.is_empty()
+            && let Some(m) = status.as_object_mut()
+        {
+            // `StatusReasonUnknown` is the empty string, which `omitempty` leaves out.
+            m.remove("reason");
+        }
         if let Some(details) = &self.details {
             status["details"] = details.clone();
         }
@@ -125,14 +178,46 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        if self.plain_text {
+            return (
+                code,
+                [
+                    (
+                        axum::http::header::CONTENT_TYPE,
+                        "text/plain; charset=utf-8",
+                    ),
+                    (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+                ],
+                format!("{}\n", self.message),
+            )
+                .into_response();
+        }
         let body = self.to_status().to_string();
-        (
+        let mut response = (
             code,
             [(axum::http::header::CONTENT_TYPE, "application/json")],
             body,
         )
-            .into_response()
+            .into_response();
+        for w in &self.warnings {
+            let escaped = w.replace('"', "\\\"");
+            if let Ok(h) = format!("299 - \"{escaped}\"").parse() {
+                response.headers_mut().append(axum::http::header::WARNING, h);
+            }
+        }
+        response
     }
+}
+
+/// `metav1.StatusDetails` as serialised: every member is `omitempty`.
+pub fn details(name: &str, group: &str, kind: &str) -> Value {
+    let mut d = serde_json::Map::new();
+    for (key, value) in [("name", name), ("group", group), ("kind", kind)] {
+        if !value.is_empty() {
+            d.insert(key.into(), Value::String(value.into()));
+        }
+    }
+    Value::Object(d)
 }
 
 /// `plural.group`, or just `plural` for the core group.
@@ -161,22 +246,33 @@ pub fn invalid(kind: &str, group: &str, name: &str, causes: &[Cause]) -> ApiErro
     } else {
         format!("{kind}.{group}")
     };
-    let parts: Vec<String> = causes
+    let message = format!(
+        "{qualified_kind} \"{name}\" is invalid: {}",
+        aggregate_message(causes)
+    );
+    let mut d = details(name, group, kind);
+    d["causes"] = causes
         .iter()
-        .map(|c| format!("{}: {}", c.field, c.message))
+        .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
         .collect();
-    let joined = if parts.len() == 1 {
-        parts[0].clone()
+    ApiError::new(422, "Invalid", message).with_details(d)
+}
+
+/// The causes as `field.ErrorList.ToAggregate()` prints them: identical errors once, one
+/// error bare, several in brackets.
+fn aggregate_message(causes: &[Cause]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for c in causes {
+        let part = format!("{}: {}", c.field, c.message);
+        if !parts.contains(&part) {
+            parts.push(part);
+        }
+    }
+    if parts.len() == 1 {
+        parts.remove(0)
     } else {
         format!("[{}]", parts.join(", "))
-    };
-    let message = format!("{qualified_kind} \"{name}\" is invalid: {joined}");
-    ApiError::new(422, "Invalid", message).with_details(json!({
-        "name": name,
-        "group": group,
-        "kind": kind,
-        "causes": causes.iter().map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field})).collect::<Vec<_>>(),
-    }))
+    }
 }
 
 /// Shorthand for one `Required value` cause.

@@ -18,8 +18,8 @@ use super::ops::{self, DeleteOpts, WriteOpts};
 use super::patch::{self, PatchType};
 use super::rbac::{self, Attributes};
 use super::resource::{Builtin, ResourceType};
-use super::validation::FieldValidation;
-use super::{discovery, openapi, reviews, table, watch};
+use super::validation::{self, FieldValidation};
+use super::{decode, discovery, negotiate, openapi, reviews, scale, table};
 
 /// The largest request body accepted (kube-apiserver allows 3 MiB objects).
 const MAX_BODY: usize = 3 * 1024 * 1024 + 64 * 1024;
@@ -195,15 +195,17 @@ async fn dispatch(
     let mut params: Params = Query::<Params>::try_from_uri(&parts.uri)
         .map(|q| q.0)
         .unwrap_or_default();
-    let watch_path = without_watch_segment(parts.uri.path());
+    // Go's servers route on the decoded path: `a%2Fb` is two segments.
+    let path = percent_decode(parts.uri.path());
+    let watch_path = without_watch_segment(&path);
     let mut route = match &watch_path {
         Some(path) => {
             params.insert("watch".into(), "true".into());
             parse_route(path)
         }
-        None => parse_route(parts.uri.path()),
+        None => parse_route(&path),
     }
-    .ok_or_else(ApiError::not_found_path)?;
+    .ok_or_else(|| unserved_path(&cluster, &path))?;
     // `/watch/.../name` watches one object: a collection watch of that name.
     if watch_path.is_some()
         && let Route::Resource(t) = &mut route
@@ -239,25 +241,41 @@ async fn dispatch(
             discovery::version().to_string(),
         )),
         Route::Health => Ok((StatusCode::OK, "ok").into_response()),
-        Route::Api => Ok(json_response(
-            StatusCode::OK,
-            discovery::api_versions(&host).to_string(),
-        )),
-        Route::Apis => {
-            let v = discovery::api_group_list(&cluster.store().registry);
-            Ok(json_response(StatusCode::OK, v.to_string()))
+        // Discovery roots answer in the aggregated form when the Accept header asks for it.
+        Route::Api | Route::Apis => {
+            let accept = parts
+                .headers
+                .get(header::ACCEPT)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("");
+            let registry = &cluster.store().registry;
+            let (content_type, v) = if route == Route::Api {
+                discovery::api(registry, &host, accept)
+            } else {
+                discovery::apis(registry, accept)
+            };
+            Ok((
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, content_type)],
+                v.to_string(),
+            )
+                .into_response())
         }
         Route::Group(g) => {
-            let v = discovery::api_group(&cluster.store().registry, &g)
-                .ok_or_else(ApiError::not_found_path)?;
+            // The store guard must be gone before `unserved` locks the store again.
+            let found = discovery::api_group(&cluster.store().registry, &g);
+            let v = found.ok_or_else(|| unserved(&cluster, &g))?;
             Ok(json_response(StatusCode::OK, v.to_string()))
         }
         Route::Discovery { group, version } => {
-            let v = discovery::resource_list(&cluster.store().registry, &group, &version)
-                .ok_or_else(ApiError::not_found_path)?;
+            let found = discovery::resource_list(&cluster.store().registry, &group, &version);
+            let v = found.ok_or_else(|| unserved(&cluster, &group))?;
             Ok(json_response(StatusCode::OK, v.to_string()))
         }
-        Route::OpenApiV2 => Err(ApiError::not_found_path()),
+        Route::OpenApiV2 => {
+            let registry = cluster.store().registry.clone();
+            Ok(json_response(StatusCode::OK, openapi::v2(&registry).to_string()))
+        }
         Route::OpenApiV3Index => {
             let v = openapi::index(&cluster.store().registry);
             Ok(json_response(StatusCode::OK, v.to_string()))
@@ -287,19 +305,76 @@ async fn dispatch(
     }
 }
 
+/// The 404 for a path under `/apis/<group>/` that no resource serves: kube-apiserver's
+/// built-in groups answer a NotFound Status; any other group (custom resources' included,
+/// whose handler delegates what it does not know) ends in Go's plain-text 404.
+fn unserved(cluster: &ClusterState, group: &str) -> ApiError {
+    let builtin_group = group.is_empty()
+        || cluster
+            .store()
+            .registry
+            .all()
+            .any(|t| t.builtin.is_some() && t.group == group);
+    if builtin_group {
+        ApiError::not_found_path()
+    } else {
+        ApiError::page_not_found()
+    }
+}
+
+/// The 404 for a path that does not parse as an API path.
+fn unserved_path(cluster: &ClusterState, path: &str) -> ApiError {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    match segs.as_slice() {
+        ["api", ..] => ApiError::not_found_path(),
+        ["apis", group, ..] => unserved(cluster, group),
+        _ => ApiError::page_not_found(),
+    }
+}
+
+/// Decodes `%XX` escapes of a URL path (invalid escapes stay as they are).
+fn percent_decode(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && let (Some(h), Some(l)) = (
+                bytes.get(i + 1).copied().and_then(hex),
+                bytes.get(i + 2).copied().and_then(hex),
+            )
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 fn resolve(cluster: &ClusterState, t: &Target) -> ApiResult<Arc<ResourceType>> {
-    let rt = cluster
+    // The store guard must be gone before `unserved` locks the store again.
+    let found = cluster
         .store()
         .registry
-        .get(&t.group, &t.version, &t.plural)
-        .ok_or_else(ApiError::not_found_path)?;
+        .get(&t.group, &t.version, &t.plural);
+    let rt = found.ok_or_else(|| unserved(cluster, &t.group))?;
     if !rt.namespaced && t.namespace.is_some() {
-        return Err(ApiError::not_found_path());
+        return Err(unserved(cluster, &t.group));
     }
     if let Some(sub) = &t.sub
         && !(sub == "status" && rt.status_subresource)
+        && !(sub == "scale" && rt.scale.is_some())
+        && !(sub == "token" && rt.builtin == Some(Builtin::ServiceAccount))
     {
-        return Err(ApiError::not_found_path());
+        // The custom resource handler answers an unknown subresource as a missing object.
+        return Err(match (&rt.crd_name, &t.name) {
+            (Some(_), Some(name)) => ApiError::not_found(&rt.group, &rt.plural, name),
+            _ => ApiError::not_found_path(),
+        });
     }
     Ok(rt)
 }
@@ -315,11 +390,20 @@ fn manager_of(params: &Params, headers: &HeaderMap) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-fn write_opts(params: &Params, headers: &HeaderMap, sub: Option<String>) -> ApiResult<WriteOpts> {
+/// `options_kind` names the verb's options (`CreateOptions`, ...) in a 422 about them.
+fn write_opts(
+    params: &Params,
+    headers: &HeaderMap,
+    sub: Option<String>,
+    options_kind: &str,
+) -> ApiResult<WriteOpts> {
     Ok(WriteOpts {
         dry_run: params.get("dryRun").is_some_and(|d| d == "All"),
         manager: manager_of(params, headers),
-        validation: FieldValidation::parse(params.get("fieldValidation").map(String::as_str))?,
+        validation: FieldValidation::parse_for(
+            params.get("fieldValidation").map(String::as_str),
+            options_kind,
+        )?,
         sub,
     })
 }
@@ -335,6 +419,18 @@ fn parse_body(body: &Bytes) -> ApiResult<Value> {
         ));
     }
     Ok(v)
+}
+
+/// A DELETE's options: its body (a `DeleteOptions`) or, without one, the query.
+fn delete_opts(body: &Bytes, params: &Params) -> ApiResult<DeleteOpts> {
+    let v: Value = if body.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(body)
+            .or_else(|_| patch::parse_json_or_yaml(body))
+            .map_err(|e| ApiError::bad_request(e.to_string()))?
+    };
+    DeleteOpts::parse(&v, params)
 }
 
 /// What a resource handler needs of the request besides its path and body.
@@ -359,61 +455,64 @@ async fn resource(
         user,
     } = request;
     let rt = resolve(&cluster, &t)?;
+    // A namespaced kind is only listed and watched across namespaces.
+    if rt.namespaced && t.namespace.is_none() && !(method == Method::GET && t.name.is_none()) {
+        return Err(unserved(&cluster, &t.group));
+    }
+    if let Err(refusal) = negotiate::check_accept(&rt, &headers) {
+        return Ok(refusal.into_response());
+    }
     if rt.builtin.is_some_and(Builtin::is_review) {
         if method != Method::POST || t.name.is_some() {
             return Err(ApiError::method_not_allowed(format!(
                 "the server does not allow this method on the requested resource ({method})"
             )));
         }
-        let v = reviews::create(&cluster, user.as_ref(), &rt, &parse_body(&body)?)?;
+        let manager = manager_of(&params, &headers);
+        let v = reviews::create(&cluster, user.as_ref(), &rt, &parse_body(&body)?, &manager)?;
+        return Ok(json_response(StatusCode::CREATED, v.to_string()));
+    }
+    // TokenRequest: `POST serviceaccounts/<name>/token` (resolve admits no other verb's path).
+    if t.sub.as_deref() == Some("token")
+        && let Some(name) = &t.name
+    {
+        if method != Method::POST {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource ({method})"
+            )));
+        }
+        let ns = t.namespace.clone().unwrap_or_default();
+        let manager = manager_of(&params, &headers);
+        let v = super::auth::token_request::create(
+            &cluster.store(),
+            &ns,
+            name,
+            &parse_body(&body)?,
+            &manager,
+        )?;
         return Ok(json_response(StatusCode::CREATED, v.to_string()));
     }
     let ns = t.namespace.clone().unwrap_or_default();
+    if t.sub.as_deref() == Some("scale") {
+        return scale_subresource(&cluster, &rt, &t, &method, &headers, &params, &body);
+    }
+    // Subresources are read and written, never created or deleted.
+    if t.sub.is_some() && matches!(method, Method::POST | Method::DELETE) {
+        let verb = if method == Method::POST {
+            "create"
+        } else {
+            "delete"
+        };
+        return Err(ApiError::method_not_supported(&rt.group, &rt.plural, verb));
+    }
     let mode = table::render_mode(&headers);
     match (&method, &t.name) {
-        (&Method::GET, None) => {
-            if params.get("watch").is_some_and(|w| w == "true" || w == "1") {
-                let q = ListQuery::parse(&rt, &params)?;
-                return Ok(watch::serve(
-                    cluster,
-                    rt,
-                    t.namespace.clone(),
-                    q,
-                    &params,
-                    mode,
-                ));
-            }
-            let q = ListQuery::parse(&rt, &params)?;
-            let store = cluster.store();
-            let page = list::list(&store, &rt, t.namespace.as_deref(), &q)?;
-            drop(store);
-            match mode {
-                table::Render::Table => {
-                    let objs: Vec<Value> = page
-                        .items
-                        .iter()
-                        .map(|s| ops::to_view(&rt, s.value()))
-                        .collect();
-                    let v = table::table(&rt, &objs, &params, Some(&page.meta()));
-                    Ok(json_response(StatusCode::OK, v.to_string()))
-                }
-                table::Render::Metadata => {
-                    let items: Vec<Value> = page
-                        .items
-                        .iter()
-                        .map(|s| table::partial(&s.value()))
-                        .collect();
-                    let v = serde_json::json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": page.meta(), "items": items});
-                    Ok(json_response(StatusCode::OK, v.to_string()))
-                }
-                table::Render::Full => Ok(json_response(StatusCode::OK, list::render(&rt, &page))),
-            }
-        }
+        (&Method::GET, None) => list::serve(cluster, rt, t.namespace.clone(), &params, &headers),
         (&Method::GET, Some(name)) => {
             let v = ops::get_view(&cluster.store(), &rt, &ns, name)?;
             match mode {
                 table::Render::Table => {
-                    let tv = table::table(&rt, std::slice::from_ref(&v), &params, None);
+                    let tv = table::object_table(&rt, &v, &params, &headers);
                     Ok(json_response(StatusCode::OK, tv.to_string()))
                 }
                 table::Render::Metadata => Ok(json_response(
@@ -423,9 +522,11 @@ async fn resource(
                 table::Render::Full => Ok(json_response(StatusCode::OK, v.to_string())),
             }
         }
-        (&Method::POST, None) => {
-            let obj = parse_body(&body)?;
-            let opts = write_opts(&params, &headers, None)?;
+        // The custom resource handler creates from the body whatever name the path has.
+        (&Method::POST, name) if name.is_none() || rt.crd_name.is_some() => {
+            let obj = decode::decode_object(&rt, &headers, &body)?;
+            let opts = write_opts(&params, &headers, None, "CreateOptions")?;
+            let mut warnings = validation::duplicate_field_warnings(&rt, &body, opts.validation)?;
             let out = ops::create(
                 &mut cluster.store(),
                 &rt,
@@ -434,15 +535,16 @@ async fn resource(
                 &opts,
                 Operation::Update,
             )?;
-            Ok(value_response(
-                StatusCode::CREATED,
-                &out.value,
-                &out.warnings,
-            ))
+            warnings.extend(out.warnings);
+            Ok(value_response(StatusCode::CREATED, &out.value, &warnings))
+        }
+        (&Method::PUT | &Method::PATCH, None) => {
+            Err(ApiError::bad_request("name must be provided"))
         }
         (&Method::PUT, Some(name)) => {
-            let obj = parse_body(&body)?;
-            let opts = write_opts(&params, &headers, t.sub.clone())?;
+            let obj = decode::decode_object(&rt, &headers, &body)?;
+            let opts = write_opts(&params, &headers, t.sub.clone(), "UpdateOptions")?;
+            let mut warnings = validation::duplicate_field_warnings(&rt, &body, opts.validation)?;
             let out = ops::update(
                 &mut cluster.store(),
                 &rt,
@@ -452,52 +554,85 @@ async fn resource(
                 &opts,
                 Operation::Update,
             )?;
-            Ok(value_response(StatusCode::OK, &out.value, &out.warnings))
+            warnings.extend(out.warnings);
+            Ok(value_response(StatusCode::OK, &out.value, &warnings))
         }
         (&Method::PATCH, Some(name)) => {
             patch_object(&cluster, &rt, &t, name, &headers, &params, &body)
         }
         (&Method::DELETE, Some(name)) => {
-            let opts_body: Value = if body.is_empty() {
-                Value::Null
-            } else {
-                serde_json::from_slice(&body).unwrap_or(Value::Null)
-            };
-            let opts =
-                DeleteOpts::from_body(&opts_body, params.get("dryRun").is_some_and(|d| d == "All"));
-            let v = ops::delete(&mut cluster.store(), &rt, &ns, name, &opts)?;
+            let mut store = cluster.store();
+            // Invalid options are reported only for an object that exists.
+            let opts = delete_opts(&body, &params).or_else(|e| {
+                ops::get_view(&store, &rt, &ns, name)?;
+                Err(e)
+            })?;
+            let v = ops::delete(&mut store, &rt, &ns, name, &opts)?;
             Ok(json_response(StatusCode::OK, v.to_string()))
         }
         (&Method::DELETE, None) => {
-            let q = ListQuery::parse(&rt, &params)?;
+            let opts = delete_opts(&body, &params)?;
             let mut store = cluster.store();
-            let page = list::list(
-                &store,
-                &rt,
-                t.namespace.as_deref(),
-                &ListQuery { limit: None, ..q },
-            )?;
-            let mut deleted = Vec::new();
+            let mut q = ListQuery::parse(&store, &rt, &params)?;
+            // Every match is deleted, whatever page size the client asked for.
+            q.limit = None;
+            let page = list::list(&store, &rt, t.namespace.as_deref(), &q)?;
             for s in &page.items {
-                if let Ok(v) = ops::delete(
-                    &mut store,
-                    &rt,
-                    &s.namespace,
-                    &s.name,
-                    &DeleteOpts::default(),
-                ) {
-                    deleted.push(v);
+                match ops::delete(&mut store, &rt, &s.namespace, &s.name, &opts) {
+                    Err(e) if e.code != 404 => return Err(e),
+                    _ => {}
                 }
             }
-            let rv = store.rv();
             drop(store);
-            let v = serde_json::json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": {"resourceVersion": rv.to_string()}, "items": deleted});
-            Ok(json_response(StatusCode::OK, v.to_string()))
+            // The answer lists the objects as they were before their deletion.
+            Ok(json_response(StatusCode::OK, list::render(&rt, &page)))
         }
         _ => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({method})"
         ))),
     }
+}
+
+/// `/scale` of a custom resource: GET, PUT and PATCH answer an autoscaling/v1 Scale.
+fn scale_subresource(
+    cluster: &ClusterState,
+    rt: &Arc<ResourceType>,
+    t: &Target,
+    method: &Method,
+    headers: &HeaderMap,
+    params: &Params,
+    body: &Bytes,
+) -> ApiResult<Response> {
+    let name = t.name.as_deref().ok_or_else(ApiError::not_found_path)?;
+    let options_kind = if *method == Method::PATCH {
+        "PatchOptions"
+    } else {
+        "UpdateOptions"
+    };
+    let opts = write_opts(params, headers, None, options_kind)?;
+    let w = scale::ScaleWrite {
+        namespace: t.namespace.as_deref(),
+        name,
+        opts: &opts,
+    };
+    let mut store = cluster.store();
+    let v = match *method {
+        Method::GET => scale::get(&store, rt, w.namespace.unwrap_or_default(), name)?,
+        Method::PUT => scale::replace(&mut store, rt, &w, &parse_body(body)?)?,
+        Method::PATCH => {
+            let ct = headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("");
+            scale::patch(&mut store, rt, &w, ct, body)?
+        }
+        _ => {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource ({method})"
+            )));
+        }
+    };
+    Ok(json_response(StatusCode::OK, v.to_string()))
 }
 
 fn patch_object(
@@ -513,102 +648,28 @@ fn patch_object(
         .get(header::CONTENT_TYPE)
         .and_then(|h| h.to_str().ok())
         .unwrap_or("");
-    let ptype =
-        PatchType::from_content_type(ct).ok_or_else(|| ApiError::unsupported_media_type(ct))?;
-    if ptype == PatchType::Strategic && (rt.crd_name.is_some()) {
-        return Err(ApiError::new(
-            415,
-            "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml".to_string(),
-        ));
-    }
-    let patch_body = patch::parse_json_or_yaml(body)?;
-    let opts = write_opts(params, headers, t.sub.clone())?;
-    let ns = t.namespace.clone().unwrap_or_default();
+    let ptype = patch::patch_type(ct, rt.crd_name.is_some())?;
+    let opts = write_opts(params, headers, t.sub.clone(), "PatchOptions")?;
     let mut store = cluster.store();
-    let existing = ops::get_view(&store, rt, &ns, name);
     if ptype == PatchType::Apply {
-        let Some(manager) = params.get("fieldManager").filter(|m| !m.is_empty()) else {
-            return Err(ApiError::bad_request(
-                "PATCH request to an apply endpoint requires a fieldManager; fieldManager is required for apply patch",
-            ));
+        let request = managed::ApplyRequest {
+            namespace: t.namespace.as_deref(),
+            name,
+            body,
+            field_manager: params.get("fieldManager").map(String::as_str),
+            force: params.get("force").is_some_and(|f| f == "true"),
         };
-        if !patch_body.is_object() {
-            return Err(ApiError::bad_request(
-                "apply configuration must be an object",
-            ));
-        }
-        let force = params.get("force").is_some_and(|f| f == "true");
-        let qualified = (rt.group.as_str(), rt.plural.as_str(), name);
-        let (status, out) = match existing {
-            Ok(live) => {
-                // A resourceVersion in the applied configuration is a precondition.
-                if let Some(rv) = patch_body["metadata"]["resourceVersion"].as_str()
-                    && Some(rv) != live["metadata"]["resourceVersion"].as_str()
-                {
-                    return Err(ApiError::modified(&rt.group, &rt.plural, name));
-                }
-                if patch_body["metadata"]
-                    .get("managedFields")
-                    .is_some_and(|m| !m.is_null())
-                {
-                    return Err(ApiError::bad_request("metadata.managedFields must be nil"));
-                }
-                let merged = managed::apply(
-                    Some(&live),
-                    &patch_body,
-                    manager,
-                    force,
-                    &rt.api_version(),
-                    t.sub.as_deref(),
-                    rt.schema.as_ref(),
-                    rt.status_subresource,
-                    qualified,
-                )?;
-                (
-                    StatusCode::OK,
-                    ops::update_from(
-                        &mut store,
-                        rt,
-                        t.namespace.as_deref(),
-                        name,
-                        merged,
-                        Some(live),
-                        &opts,
-                        Operation::Apply,
-                    )?,
-                )
-            }
-            Err(e) if e.code == 404 && t.sub.is_none() => {
-                let mut created = managed::apply(
-                    None,
-                    &patch_body,
-                    manager,
-                    force,
-                    &rt.api_version(),
-                    None,
-                    rt.schema.as_ref(),
-                    rt.status_subresource,
-                    qualified,
-                )?;
-                super::meta::metadata_mut(&mut created)
-                    .insert("name".into(), Value::String(name.to_string()));
-                (
-                    StatusCode::CREATED,
-                    ops::create(
-                        &mut store,
-                        rt,
-                        t.namespace.as_deref(),
-                        created,
-                        &opts,
-                        Operation::Apply,
-                    )?,
-                )
-            }
-            Err(e) => return Err(e),
+        let out = managed::serve_apply(&mut store, rt, &request, &opts)?;
+        let status = if out.created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
         };
         return Ok(value_response(status, &out.value, &out.warnings));
     }
+    let patch_body = patch::parse_json_or_yaml(body)?;
+    let ns = t.namespace.clone().unwrap_or_default();
+    let existing = ops::get_view(&store, rt, &ns, name);
     let old = existing?;
     let mut obj = old.clone();
     match ptype {

@@ -185,3 +185,111 @@ pub fn human_duration(secs: i64) -> String {
         format!("{}y", d / 365)
     }
 }
+
+/// `metav1.OwnerReference` as Go's JSON encoder writes it (struct field order, pointers
+/// omitted when unset): how an Invalid value of ownerReferences is quoted in messages.
+fn owner_reference_json(r: &Value) -> String {
+    let text = |k: &str| Value::String(r[k].as_str().unwrap_or("").to_string()).to_string();
+    let mut out = format!(
+        "{{\"apiVersion\":{},\"kind\":{},\"name\":{},\"uid\":{}",
+        text("apiVersion"),
+        text("kind"),
+        text("name"),
+        text("uid")
+    );
+    for flag in ["controller", "blockOwnerDeletion"] {
+        if let Some(b) = r[flag].as_bool() {
+            out.push_str(&format!(",\"{flag}\":{b}"));
+        }
+    }
+    out.push('}');
+    out
+}
+
+/// `ValidateOwnerReferences`: every reference names an owner completely, no Event owns
+/// anything, and at most one reference is the controller.
+pub fn check_owner_references(obj: &Value) -> Vec<Cause> {
+    const FIELD: &str = "metadata.ownerReferences";
+    let Some(refs) = obj["metadata"]["ownerReferences"].as_array() else {
+        return Vec::new();
+    };
+    let invalid = |field: &str, rendered: String, detail: &str| Cause {
+        reason: "FieldValueInvalid",
+        field: field.to_string(),
+        message: format!("Invalid value: {rendered}: {detail}"),
+    };
+    let mut causes = Vec::new();
+    let mut controller: Option<String> = None;
+    for r in refs {
+        let text = |k: &str| r[k].as_str().unwrap_or("").to_string();
+        let api_version = text("apiVersion");
+        let version = api_version.rsplit('/').next().unwrap_or("");
+        if version.is_empty() {
+            causes.push(invalid(
+                &format!("{FIELD}.apiVersion"),
+                format!("{api_version:?}"),
+                "version must not be empty",
+            ));
+        }
+        for key in ["kind", "name", "uid"] {
+            if text(key).is_empty() {
+                causes.push(invalid(
+                    &format!("{FIELD}.{key}"),
+                    "\"\"".into(),
+                    "must not be empty",
+                ));
+            }
+        }
+        if api_version == "v1" && text("kind") == "Event" {
+            causes.push(invalid(
+                FIELD,
+                owner_reference_json(r),
+                "/v1, Kind=Event is disallowed from being an owner",
+            ));
+        }
+        if r["controller"] == true {
+            let this = format!("{}/{}", text("kind"), text("name"));
+            match &controller {
+                Some(first) => {
+                    let all: Vec<String> = refs.iter().map(owner_reference_json).collect();
+                    causes.push(invalid(
+                        FIELD,
+                        format!("[{}]", all.join(",")),
+                        &format!(
+                            "Only one reference can have Controller set to true. Found \"true\" in references for {first} and {this}"
+                        ),
+                    ));
+                }
+                None => controller = Some(this),
+            }
+        }
+    }
+    causes
+}
+
+#[cfg(test)]
+mod owner_reference_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn owner_references_are_validated_as_kube_apiserver_does() {
+        let missing_uid = json!({"metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "o"}]}});
+        let causes = check_owner_references(&missing_uid);
+        assert_eq!(causes.len(), 1);
+        assert_eq!(causes[0].field, "metadata.ownerReferences.uid");
+        assert_eq!(causes[0].message, "Invalid value: \"\": must not be empty");
+
+        let two = json!({"metadata": {"ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": "1", "controller": true},
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "b", "uid": "2", "blockOwnerDeletion": false, "controller": true},
+        ]}});
+        let causes = check_owner_references(&two);
+        assert_eq!(causes.len(), 1);
+        assert_eq!(
+            causes[0].message,
+            "Invalid value: [{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"a\",\"uid\":\"1\",\"controller\":true},{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"b\",\"uid\":\"2\",\"controller\":true,\"blockOwnerDeletion\":false}]: Only one reference can have Controller set to true. Found \"true\" in references for ConfigMap/a and ConfigMap/b"
+        );
+        assert!(check_owner_references(&json!({"metadata": {}})).is_empty());
+    }
+}

@@ -8,9 +8,8 @@ use std::sync::{Arc, LazyLock};
 
 use serde_json::{Map, Value, json};
 
+use super::openapi_crd::{self, Form};
 use super::resource::{Builtin, Registry, ResourceType};
-
-const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
 /// Definitions for the built-in kinds plus everything they reference, and the definition
 /// name of each built-in kind.
@@ -27,6 +26,7 @@ static BUILTIN: LazyLock<BuiltinDefs> = LazyLock::new(|| {
     use k8s_openapi::api::apps::v1::Deployment;
     use k8s_openapi::api::authentication::v1::SelfSubjectReview;
     use k8s_openapi::api::authorization::v1::{SelfSubjectAccessReview, SelfSubjectRulesReview};
+    use k8s_openapi::api::autoscaling::v1::Scale;
     use k8s_openapi::api::coordination::v1::Lease;
     use k8s_openapi::api::core::v1::{
         ConfigMap, Event, Namespace, Secret, Service, ServiceAccount,
@@ -36,7 +36,9 @@ static BUILTIN: LazyLock<BuiltinDefs> = LazyLock::new(|| {
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
     use k8s_openapi::api::scheduling::v1::PriorityClass;
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+        DeleteOptions, ListMeta, ObjectMeta, Patch, Status,
+    };
 
     let mut generator = schemars::generate::SchemaSettings::openapi3().into_generator();
     let mut names = BTreeMap::new();
@@ -65,7 +67,13 @@ static BUILTIN: LazyLock<BuiltinDefs> = LazyLock::new(|| {
     add!("SelfSubjectAccessReview", SelfSubjectAccessReview);
     add!("SelfSubjectRulesReview", SelfSubjectRulesReview);
     add!("SelfSubjectReview", SelfSubjectReview);
+    // What custom resource operations refer to (openapi_crd::REFERENCED).
     generator.subschema_for::<ObjectMeta>();
+    generator.subschema_for::<ListMeta>();
+    generator.subschema_for::<Status>();
+    generator.subschema_for::<DeleteOptions>();
+    generator.subschema_for::<Patch>();
+    generator.subschema_for::<Scale>();
     let defs = generator.take_definitions(true);
     BuiltinDefs { defs, names }
 });
@@ -109,24 +117,6 @@ fn gvk(rt: &ResourceType) -> Value {
     json!({"group": rt.group, "version": rt.version, "kind": rt.kind})
 }
 
-fn custom_schema(rt: &ResourceType) -> Value {
-    let mut s = rt
-        .schema
-        .clone()
-        .unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
-    if !s.is_object() {
-        s = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
-    }
-    if !s["properties"].is_object() {
-        s["properties"] = json!({});
-    }
-    s["properties"]["apiVersion"] = json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values."});
-    s["properties"]["kind"] = json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. In CamelCase."});
-    s["properties"]["metadata"] = json!({"allOf": [{"$ref": format!("#/components/schemas/{OBJECT_META}")}], "description": "Standard object's metadata."});
-    s["type"] = json!("object");
-    s
-}
-
 fn operation(rt: &ResourceType, action: &str, def: &str, params: &[&str]) -> Value {
     let parameters: Vec<Value> = params.iter().map(|p| json!({"name": p, "in": "query", "schema": {"type": "string", "uniqueItems": true}})).collect();
     let mut op = json!({
@@ -138,13 +128,11 @@ fn operation(rt: &ResourceType, action: &str, def: &str, params: &[&str]) -> Val
     });
     if action == "patch" {
         let body = json!({"schema": {"type": "object"}});
-        let mut content = json!({
+        // Built-in kinds take strategic merge patches (custom resources, published by
+        // openapi_crd, do not); kubectl looks here to decide.
+        let content = json!({
             "application/apply-patch+yaml": body, "application/json-patch+json": body,
-            "application/merge-patch+json": body});
-        // Custom resources do not take strategic merge patches; kubectl looks here to decide.
-        if rt.builtin.is_some() {
-            content["application/strategic-merge-patch+json"] = body;
-        }
+            "application/merge-patch+json": body, "application/strategic-merge-patch+json": body});
         op["requestBody"] = json!({"content": content});
     }
     op
@@ -233,11 +221,12 @@ fn hash_of(doc: &Value) -> String {
 
 fn build(types: &[Arc<ResourceType>]) -> Value {
     let mut schemas = Map::new();
-    // The definitions the served kinds reference (ObjectMeta for custom resources), and
+    // The definitions the served kinds reference (ObjectMeta and the like for custom
+    // resources), and
     // what those reference in turn; nothing else, so each document stays small.
-    let roots = types.iter().map(|rt| match rt.builtin {
-        Some(_) => schema_name(rt),
-        None => OBJECT_META.to_string(),
+    let roots = types.iter().flat_map(|rt| match rt.builtin {
+        Some(_) => vec![schema_name(rt)],
+        None => openapi_crd::REFERENCED.map(String::from).to_vec(),
     });
     for name in referenced(roots) {
         if let Some(def) = BUILTIN.defs.get(&name) {
@@ -246,15 +235,18 @@ fn build(types: &[Arc<ResourceType>]) -> Value {
     }
     let mut paths = Map::new();
     for rt in types {
+        if rt.builtin.is_none() {
+            // Custom resources are published as kube-apiserver's CRD builder does.
+            paths.extend(openapi_crd::paths(rt, Form::V3));
+            schemas.extend(openapi_crd::definitions(rt, Form::V3));
+            continue;
+        }
         let name = schema_name(rt);
-        let mut schema = match rt.builtin {
-            Some(_) => BUILTIN
-                .defs
-                .get(&name)
-                .cloned()
-                .unwrap_or_else(|| json!({"type": "object"})),
-            None => custom_schema(rt),
-        };
+        let mut schema = BUILTIN
+            .defs
+            .get(&name)
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "object"}));
         schema["x-kubernetes-group-version-kind"] = json!([gvk(rt)]);
         schemas.insert(name.clone(), schema);
         for (p, item) in paths_for(rt, &name) {
@@ -301,6 +293,62 @@ fn collect_refs(v: &Value, out: &mut Vec<String>) {
         Value::Array(a) => a.iter().for_each(|v| collect_refs(v, out)),
         _ => {}
     }
+}
+
+/// A definition of the v3 components as OpenAPI v2 writes it: references point into
+/// `definitions`, and a lone `allOf` reference is the reference itself.
+fn v3_to_v2(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut out = Map::new();
+            for (k, v) in m {
+                match (k.as_str(), v) {
+                    ("$ref", Value::String(r)) => {
+                        out.insert(
+                            k.clone(),
+                            json!(r.replace("#/components/schemas/", "#/definitions/")),
+                        );
+                    }
+                    ("allOf", Value::Array(a)) if a.len() == 1 && a[0].get("$ref").is_some() => {
+                        out.insert("$ref".into(), v3_to_v2(&a[0])["$ref"].clone());
+                    }
+                    _ => {
+                        out.insert(k.clone(), v3_to_v2(v));
+                    }
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(v3_to_v2).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `/openapi/v2`: the custom resources' paths and definitions, with the shared definitions
+/// and parameters they refer to (built-in kinds are published in v3 only).
+pub fn v2(registry: &Registry) -> Value {
+    let mut paths = Map::new();
+    let mut definitions = Map::new();
+    let custom: Vec<&Arc<ResourceType>> =
+        registry.all().filter(|rt| rt.builtin.is_none()).collect();
+    if !custom.is_empty() {
+        for name in referenced(openapi_crd::REFERENCED.iter().map(|s| s.to_string())) {
+            if let Some(def) = BUILTIN.defs.get(&name) {
+                definitions.insert(name, v3_to_v2(def));
+            }
+        }
+    }
+    for rt in custom {
+        paths.extend(openapi_crd::paths(rt, Form::V2));
+        definitions.extend(openapi_crd::definitions(rt, Form::V2));
+    }
+    json!({
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": format!("v1.{}.0", super::discovery::KUBE_MINOR)},
+        "paths": paths,
+        "definitions": definitions,
+        "parameters": openapi_crd::v2_parameters(),
+    })
 }
 
 /// `/openapi/v3`: one entry per group/version with a content hash (kubectl caches by it).
@@ -351,7 +399,10 @@ mod tests {
             apps.iter().any(|n| n.ends_with("core.v1.PodSpec")),
             "{apps:?}"
         );
-        assert!(apps.iter().any(|n| n == OBJECT_META));
+        assert!(
+            apps.iter()
+                .any(|n| n == "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
+        );
         let rbac = names("rbac.authorization.k8s.io", "v1");
         assert!(
             !rbac.iter().any(|n| n.ends_with("core.v1.PodSpec")),

@@ -15,6 +15,8 @@ use super::resource::{Builtin, ResourceType, types_from_crd};
 use super::store::Store;
 use super::validation::{self, FieldValidation};
 
+pub use super::deletion::{DeleteOpts, Propagation, delete};
+
 /// Options common to every write.
 #[derive(Debug, Clone, Default)]
 pub struct WriteOpts {
@@ -38,6 +40,9 @@ pub fn to_storage(store: &Store, rt: &ResourceType, mut obj: Value) -> Value {
     if rt.builtin == Some(Builtin::EventV1) {
         return events::to_core(obj);
     }
+    if rt.builtin == Some(Builtin::Event) {
+        return events::core_shape(obj);
+    }
     if rt.crd_name.is_some()
         && !rt.storage_version
         && let Some(storage) = store
@@ -58,6 +63,7 @@ pub fn to_view(rt: &ResourceType, mut obj: Value) -> Value {
     }
     if rt.crd_name.is_some() {
         obj["apiVersion"] = Value::String(rt.api_version());
+        validation::on_read(rt, &mut obj);
     }
     obj
 }
@@ -70,7 +76,8 @@ pub fn get_view(store: &Store, rt: &ResourceType, ns: &str, name: &str) -> ApiRe
 }
 
 /// Checks the body's kind and apiVersion and makes it an object.
-fn check_body(rt: &ResourceType, body: Value) -> ApiResult<Value> {
+/// `mode` decides whether what decoding drops before a failure is reported as warnings.
+fn check_body(rt: &ResourceType, body: Value, mode: FieldValidation) -> ApiResult<Value> {
     let Value::Object(mut m) = body else {
         return Err(ApiError::bad_request(
             "the request body must be a JSON object",
@@ -81,12 +88,14 @@ fn check_body(rt: &ResourceType, body: Value) -> ApiResult<Value> {
         Some(v) if v != api_version => {
             return Err(ApiError::bad_request(format!(
                 "the API version in the data ({v}) does not match the expected API version ({api_version})"
-            )));
+            ))
+            .with_warnings(validation::foreign_version_warnings(rt, v, &m, mode)));
         }
         _ => {}
     }
     match m.get("kind").and_then(Value::as_str) {
-        Some(k) if k != rt.kind => {
+        // A custom object of another kind is a 422 from its validation (check_type_meta).
+        Some(k) if k != rt.kind && rt.crd_name.is_none() => {
             return Err(ApiError::bad_request(format!(
                 "the kind in the data ({k}) does not match the expected kind ({})",
                 rt.kind
@@ -95,7 +104,9 @@ fn check_body(rt: &ResourceType, body: Value) -> ApiResult<Value> {
         _ => {}
     }
     m.insert("apiVersion".into(), Value::String(api_version));
-    m.insert("kind".into(), Value::String(rt.kind.clone()));
+    if rt.crd_name.is_none() || !m.get("kind").is_some_and(Value::is_string) {
+        m.insert("kind".into(), Value::String(rt.kind.clone()));
+    }
     if !m.get("metadata").is_some_and(Value::is_object) {
         m.insert("metadata".into(), Value::Object(Map::new()));
     }
@@ -121,7 +132,11 @@ fn check_namespace(
             "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
             super::error::qualified(&rt.group, &rt.plural),
         ))
-        .with_details(json!({"causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]})));
+        .with_details({
+            let mut d = super::error::details(name, &rt.group, &rt.plural);
+            d["causes"] = json!([{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]);
+            d
+        }));
     }
     Ok(())
 }
@@ -179,31 +194,44 @@ fn admit(
     old: Option<&Value>,
     opts: &WriteOpts,
 ) -> ApiResult<Vec<String>> {
+    validation::check_type_meta(rt, obj)?;
     let mut warnings = validation::decode_builtin(rt, obj, opts.validation)?;
     let mut causes: Vec<Cause> = Vec::new();
     validation::check_metadata(rt, obj, &mut causes);
+    causes.extend(meta::check_owner_references(obj));
     validation::admit_builtin(rt, obj, old, &mut causes);
     if rt.builtin == Some(Builtin::CustomResourceDefinition) {
-        causes.extend(crd::admit(obj));
-        if causes.is_empty() {
-            obj["status"] = crd::accepted_status(obj, old);
-        }
+        causes.extend(crd::admit(obj, old, opts.sub.as_deref()));
     }
     if let (Some(o), Value::Object(_)) = (old, &*obj)
         && o["metadata"]["deletionTimestamp"].is_string()
     {
         let old_f = meta::finalizers(o);
-        if meta::finalizers(obj).iter().any(|f| !old_f.contains(f)) {
-            causes.push(Cause {
+        let mut added: Vec<String> = meta::finalizers(obj)
+            .into_iter()
+            .filter(|f| !old_f.contains(f))
+            .collect();
+        added.sort();
+        added.dedup();
+        if !added.is_empty() {
+            let quoted: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
+            let cause = Cause {
                 reason: "FieldValueForbidden",
                 field: "metadata.finalizers".into(),
-                message: "Forbidden: no new finalizers can be added if the object is being deleted"
-                    .into(),
-            });
+                message: format!(
+                    "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                    quoted.join(", ")
+                ),
+            };
+            // Reported twice: by the checks common to every kind and by the kind's own
+            // metadata validation.
+            causes.push(cause.clone());
+            causes.push(cause);
         }
     }
     if !causes.is_empty() {
-        return Err(invalid(&rt.kind, &rt.group, meta::name_of(obj), &causes));
+        let group = super::builtin::error_group(rt);
+        return Err(invalid(&rt.kind, group, meta::name_of(obj), &causes));
     }
     if rt.crd_name.is_some() {
         warnings.extend(validation::admit_custom(rt, obj, old, opts.validation)?);
@@ -220,7 +248,7 @@ pub fn create(
     opts: &WriteOpts,
     operation: Operation,
 ) -> ApiResult<Outcome> {
-    let mut obj = check_body(rt, body)?;
+    let mut obj = check_body(rt, body, opts.validation)?;
     let ns = set_namespace(rt, &mut obj, path_ns)?;
     let md = meta::metadata_mut(&mut obj);
     let mut name = md
@@ -290,8 +318,10 @@ pub fn create(
         operation,
         &rt.api_version(),
         opts.sub.as_deref(),
-        rt.schema.as_ref(),
+        rt,
     );
+    // The strategy's PrepareForCreate runs after field ownership was recorded.
+    super::builtin::prepare_for_create(rt, &mut obj);
     if opts.dry_run {
         return Ok(Outcome {
             value: obj,
@@ -336,7 +366,7 @@ pub fn update_from(
     opts: &WriteOpts,
     operation: Operation,
 ) -> ApiResult<Outcome> {
-    let mut obj = check_body(rt, body)?;
+    let mut obj = check_body(rt, body, opts.validation)?;
     let ns = set_namespace(rt, &mut obj, path_ns)?;
     let body_name = meta::name_of(&obj).to_string();
     if !body_name.is_empty() && body_name != name {
@@ -354,28 +384,29 @@ pub fn update_from(
         .as_str()
         .unwrap_or("")
         .to_string();
-    match meta::meta_str(&obj, "resourceVersion") {
-        Some(rv) if !rv.is_empty() => {
-            if rv != old_rv {
-                return Err(ApiError::modified(&rt.group, &rt.plural, name));
-            }
+    match parse_resource_version(meta::meta_str(&obj, "resourceVersion"))? {
+        Some(rv) if rv.to_string() != old_rv => {
+            return Err(ApiError::modified(&rt.group, &rt.plural, name));
         }
-        _ => {
-            if rt.crd_name.is_some() {
-                return Err(invalid(
-                    &rt.kind,
-                    &rt.group,
-                    name,
-                    &[invalid_value(
-                        "metadata.resourceVersion",
-                        &json!("0x0"),
-                        "must be specified for an update",
-                    )
-                    .tap_message("Invalid value: 0x0: must be specified for an update")],
-                ));
-            }
+        Some(_) => {}
+        None if rt.crd_name.is_some() => {
+            // Custom resources refuse unconditional updates; the error names the resource
+            // (not the kind), as the generic registry does.
+            return Err(invalid(
+                &rt.plural,
+                &rt.group,
+                name,
+                &[invalid_value(
+                    "metadata.resourceVersion",
+                    &json!(0),
+                    "must be specified for an update",
+                )],
+            ));
         }
+        None => {}
     }
+    // The field manager reads the request's object before the strategy resets anything.
+    let trackable = managed::trackable(rt, &obj);
     // The subresource decides which half of the object this write may change.
     if opts.sub.as_deref() == Some("status") {
         let status = obj.get("status").cloned();
@@ -392,6 +423,15 @@ pub fn update_from(
         }
         if rt.crd_name.is_none() {
             // Built-in status strategies keep metadata changes out too.
+        }
+        if operation == Operation::Apply {
+            // Server-side apply to /status brings its own managedFields.
+            let fields = obj["metadata"].get("managedFields").cloned();
+            let md = meta::metadata_mut(&mut merged);
+            match fields {
+                Some(f) => md.insert("managedFields".into(), f),
+                None => md.remove("managedFields"),
+            };
         }
         obj = merged;
     } else if rt.status_subresource
@@ -453,16 +493,17 @@ pub fn update_from(
         let g = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
         meta::metadata_mut(&mut obj).insert("generation".into(), json!(g));
     }
-    if !client_managed {
-        managed::record(
-            Some(&old),
-            &mut obj,
-            &opts.manager,
-            operation,
-            &rt.api_version(),
-            opts.sub.as_deref(),
-            rt.schema.as_ref(),
-        );
+    managed::record(
+        Some(&old),
+        &mut obj,
+        &opts.manager,
+        operation,
+        &rt.api_version(),
+        opts.sub.as_deref(),
+        rt,
+    );
+    if !trackable {
+        managed::forget(&mut obj);
     }
     if managed::same_ignoring_times(&obj, &old) {
         // kube-apiserver skips writes that change nothing: no new resourceVersion, no event.
@@ -479,18 +520,17 @@ pub fn update_from(
             warnings,
         });
     }
-    let terminating =
-        obj["metadata"]["deletionTimestamp"].is_string() && meta::finalizers(&obj).is_empty();
-    let storage = to_storage(store, rt, obj);
-    if terminating {
-        let (_, value) = store.put_returning(&rt.table, storage);
-        finish_removal(store, rt, &ns, name);
+    if should_delete_during_update(&obj, &old) {
+        // The last finalizer is gone: the object is removed as it is stored (watchers see it
+        // DELETED, not first MODIFIED), and the answer is the update as it would have been.
+        super::deletion::remove(store, rt, &ns, name);
         return Ok(Outcome {
-            value: to_view(rt, value),
+            value: obj,
             created: false,
             warnings,
         });
     }
+    let storage = to_storage(store, rt, obj);
     let (_, value) = store.put_returning(&rt.table, storage);
     after_commit(store, rt, &value);
     Ok(Outcome {
@@ -500,14 +540,32 @@ pub fn update_from(
     })
 }
 
-trait TapMessage {
-    fn tap_message(self, message: &str) -> Self;
+/// `ShouldDeleteDuringUpdate`: an update that leaves no finalizer on an object whose deletion
+/// started (with no grace period pending) deletes it.
+fn should_delete_during_update(new: &Value, old: &Value) -> bool {
+    // Namespaces are marked without a grace period: their spec finalizers hold them instead.
+    let grace = old["metadata"]["deletionGracePeriodSeconds"].as_i64();
+    meta::finalizers(new).is_empty()
+        && old["metadata"]["deletionTimestamp"].is_string()
+        && grace == Some(0)
 }
 
-impl TapMessage for Cause {
-    fn tap_message(mut self, message: &str) -> Self {
-        self.message = message.to_string();
-        self
+/// A request's `metadata.resourceVersion` as the storage versioner reads it: absent, empty
+/// and `0` mean none; anything but an unsigned number fails as Go's `strconv.ParseUint` does,
+/// an error kube-apiserver answers as an unclassified 500.
+fn parse_resource_version(rv: Option<&str>) -> ApiResult<Option<u64>> {
+    let Some(rv) = rv.filter(|rv| !rv.is_empty()) else {
+        return Ok(None);
+    };
+    match rv.parse::<u64>() {
+        Ok(0) => Ok(None),
+        Ok(n) if !rv.starts_with('+') => Ok(Some(n)),
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => Err(ApiError::unclassified(
+            format!("strconv.ParseUint: parsing {rv:?}: value out of range"),
+        )),
+        _ => Err(ApiError::unclassified(format!(
+            "strconv.ParseUint: parsing {rv:?}: invalid syntax"
+        ))),
     }
 }
 
@@ -517,235 +575,14 @@ fn after_commit(store: &mut Store, rt: &ResourceType, value: &Value) {
     if rt.builtin == Some(Builtin::CustomResourceDefinition) {
         let name = meta::name_of(value).to_string();
         store.registry.remove_crd(&name);
-        for t in types_from_crd(value) {
-            store.registry.insert(t);
+        if crd::serves(value) {
+            for t in types_from_crd(value) {
+                store.registry.insert(t);
+            }
         }
     }
     super::controllers::after_commit(store, rt, value);
-}
-
-/// Options of a DELETE.
-#[derive(Debug, Clone, Default)]
-pub struct DeleteOpts {
-    pub dry_run: bool,
-    pub uid: Option<String>,
-    pub resource_version: Option<String>,
-    /// `propagationPolicy: Orphan` (or `orphanDependents: true`): dependents lose the owner
-    /// reference instead of being deleted.
-    pub orphan: bool,
-}
-
-impl DeleteOpts {
-    pub fn from_body(body: &Value, dry_run: bool) -> Self {
-        let pre = &body["preconditions"];
-        let dry = dry_run
-            || body["dryRun"]
-                .as_array()
-                .is_some_and(|a| a.iter().any(|v| v == "All"));
-        Self {
-            dry_run: dry,
-            uid: pre["uid"].as_str().map(String::from),
-            resource_version: pre["resourceVersion"].as_str().map(String::from),
-            orphan: body["propagationPolicy"] == "Orphan" || body["orphanDependents"] == true,
-        }
-    }
-}
-
-/// The result of a DELETE: the object (still there with a deletionTimestamp, or as removed),
-/// or a Status for built-in kinds that return one.
-pub fn delete(
-    store: &mut Store,
-    rt: &Arc<ResourceType>,
-    ns: &str,
-    name: &str,
-    opts: &DeleteOpts,
-) -> ApiResult<Value> {
-    let old = get_view(store, rt, ns, name)?;
-    if let Some(uid) = &opts.uid {
-        let actual = meta::meta_str(&old, "uid").unwrap_or("");
-        if uid != actual {
-            return Err(ApiError::conflict(
-                &rt.group,
-                &rt.plural,
-                name,
-                &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
-                ),
-            ));
-        }
-    }
-    if let Some(rv) = &opts.resource_version {
-        let actual = meta::meta_str(&old, "resourceVersion").unwrap_or("");
-        if rv != actual {
-            return Err(ApiError::conflict(
-                &rt.group,
-                &rt.plural,
-                name,
-                &format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {actual}"
-                ),
-            ));
-        }
-    }
-    if opts.dry_run {
-        return Ok(old);
-    }
-    let namespace_kind = rt.builtin == Some(Builtin::Namespace);
-    if !meta::finalizers(&old).is_empty() || namespace_kind {
-        let mut obj = old.clone();
-        if !old["metadata"]["deletionTimestamp"].is_string() {
-            let md = meta::metadata_mut(&mut obj);
-            md.insert("deletionTimestamp".into(), Value::String(meta::now_time()));
-            md.insert("deletionGracePeriodSeconds".into(), json!(0));
-            if rt.generation {
-                let g = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
-                md.insert("generation".into(), json!(g));
-            }
-            if namespace_kind {
-                obj["status"] = json!({"phase": "Terminating"});
-            }
-            let storage = to_storage(store, rt, obj);
-            store.put(&rt.table, storage);
-        }
-        if namespace_kind {
-            empty_namespace(store, name);
-            reap_namespace(store, name);
-        }
-        return match store.get(&rt.table, ns, name) {
-            Some(s) => Ok(to_view(rt, s.value())),
-            None => Ok(deleted_response(rt, &old)),
-        };
-    }
-    let removed = finish_removal_with(store, rt, ns, name, opts.orphan);
-    let mut value = removed.map(|v| to_view(rt, v)).unwrap_or(old);
-    if rt.builtin.is_some() && rt.builtin != Some(Builtin::CustomResourceDefinition) {
-        value = deleted_response(rt, &value);
-    }
-    Ok(value)
-}
-
-fn deleted_response(rt: &ResourceType, obj: &Value) -> Value {
-    json!({
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Success",
-        "details": {"name": meta::name_of(obj), "group": rt.group, "kind": rt.plural, "uid": obj["metadata"]["uid"]},
-    })
-}
-
-/// Removes an object for good and runs what follows: CRD teardown, dependents, namespaces.
-fn finish_removal(store: &mut Store, rt: &ResourceType, ns: &str, name: &str) -> Option<Value> {
-    finish_removal_with(store, rt, ns, name, false)
-}
-
-fn finish_removal_with(
-    store: &mut Store,
-    rt: &ResourceType,
-    ns: &str,
-    name: &str,
-    orphan: bool,
-) -> Option<Value> {
-    let removed = store.remove(&rt.table, ns, name)?;
-    let value = removed.value();
     if rt.builtin == Some(Builtin::CustomResourceDefinition) {
-        let group = value["spec"]["group"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let plural = value["spec"]["names"]["plural"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        store.registry.remove_crd(name);
-        store.drop_table(&format!("{group}/{plural}"));
-    }
-    if let Some(uid) = value["metadata"]["uid"].as_str() {
-        collect_dependents(store, uid, orphan);
-    }
-    super::controllers::after_removal(store, rt, &value);
-    if !ns.is_empty() {
-        reap_namespace(store, ns);
-    }
-    Some(value)
-}
-
-/// Background cascading deletion: objects whose last owner is gone are deleted.
-fn collect_dependents(store: &mut Store, owner_uid: &str, orphan: bool) {
-    let mut dependents = Vec::new();
-    for (table, obj) in store.all_objects() {
-        if !obj
-            .bytes
-            .windows(owner_uid.len())
-            .any(|w| w == owner_uid.as_bytes())
-        {
-            continue;
-        }
-        let v = obj.value();
-        let refs = v["metadata"]["ownerReferences"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        if refs.iter().any(|r| r["uid"] == owner_uid) {
-            dependents.push((
-                table.clone(),
-                obj.namespace.clone(),
-                obj.name.clone(),
-                v,
-                refs,
-            ));
-        }
-    }
-    for (table, ns, name, mut v, refs) in dependents {
-        let remaining: Vec<Value> = refs.into_iter().filter(|r| r["uid"] != owner_uid).collect();
-        let Some(rt) = store
-            .registry
-            .by_table(&table)
-            .into_iter()
-            .find(|t| t.storage_version)
-        else {
-            continue;
-        };
-        if remaining.is_empty() && !orphan {
-            let _ = delete(store, &rt, &ns, &name, &DeleteOpts::default());
-        } else {
-            let md = meta::metadata_mut(&mut v);
-            if remaining.is_empty() {
-                md.remove("ownerReferences");
-            } else {
-                md.insert("ownerReferences".into(), Value::Array(remaining));
-            }
-            store.put(&table, v);
-        }
-    }
-}
-
-/// Deletes everything in a terminating namespace.
-fn empty_namespace(store: &mut Store, ns: &str) {
-    for (table, names) in store.tables_with_namespace(ns) {
-        let Some(rt) = store
-            .registry
-            .by_table(&table)
-            .into_iter()
-            .find(|t| t.storage_version)
-        else {
-            continue;
-        };
-        for name in names {
-            let _ = delete(store, &rt, ns, &name, &DeleteOpts::default());
-        }
-    }
-}
-
-/// Removes a terminating namespace once it is empty.
-fn reap_namespace(store: &mut Store, ns: &str) {
-    let Some(nsobj) = store.get("/namespaces", "", ns) else {
-        return;
-    };
-    if !nsobj.value()["metadata"]["deletionTimestamp"].is_string() {
-        return;
-    }
-    if store.namespace_is_empty(ns) {
-        store.remove("/namespaces", "", ns);
+        crd::reconcile(store, value);
     }
 }

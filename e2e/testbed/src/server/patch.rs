@@ -27,6 +27,31 @@ impl PatchType {
     }
 }
 
+/// The patch type of a Content-Type, or the 415 kube-apiserver answers (custom resources
+/// take no strategic merge patch).
+pub fn patch_type(content_type: &str, custom_resource: bool) -> Result<PatchType, ApiError> {
+    match PatchType::from_content_type(content_type) {
+        Some(PatchType::Strategic) if custom_resource => Err(unsupported(custom_resource)),
+        Some(t) => Ok(t),
+        None => Err(unsupported(custom_resource)),
+    }
+}
+
+fn unsupported(custom_resource: bool) -> ApiError {
+    let accepted = if custom_resource {
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    } else {
+        "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+    };
+    ApiError::new(
+        415,
+        "UnsupportedMediaType",
+        format!(
+            "the body of the request was in an unknown format - accepted media types include: {accepted}"
+        ),
+    )
+}
+
 /// Parses a body that may be JSON or YAML (apply configurations).
 pub fn parse_json_or_yaml(body: &[u8]) -> Result<Value, ApiError> {
     if let Ok(v) = serde_json::from_slice::<Value>(body) {
@@ -38,18 +63,118 @@ pub fn parse_json_or_yaml(body: &[u8]) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
 }
 
-fn patch_error(message: String) -> ApiError {
-    ApiError::new(422, "Invalid", message)
+/// Decodes an apply configuration (YAML, of which JSON is a part) into an object, with
+/// kube-apiserver's messages (go-yaml's wording for the common syntax errors).
+pub fn decode_apply_yaml(body: &[u8]) -> Result<Value, ApiError> {
+    let fail = |why: String| ApiError::bad_request(format!("error decoding YAML: {why}"));
+    let text = std::str::from_utf8(body).map_err(|e| fail(e.to_string()))?;
+    let value = match serde_json::from_str::<Value>(text) {
+        Ok(v) => v,
+        Err(_) => serde_saphyr::from_str::<Value>(text).map_err(|e| {
+            fail(format!(
+                "error converting YAML to JSON: yaml: {}",
+                yaml_problem(text, &e.to_string())
+            ))
+        })?,
+    };
+    match value {
+        Value::Object(_) => Ok(value),
+        Value::Null => Ok(Value::Object(Map::new())),
+        other => Err(fail(format!(
+            "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            go_json_kind(&other)
+        ))),
+    }
+}
+
+/// go-yaml's problem text for a syntax error our parser reports as `message`.
+fn yaml_problem(text: &str, message: &str) -> String {
+    // go-yaml reports an unclosed flow collection where it meets the end of the stream.
+    let end_line = text.matches('\n').count();
+    let at = |problem: &str| {
+        if end_line == 0 {
+            problem.to_string()
+        } else {
+            format!("line {end_line}: {problem}")
+        }
+    };
+    if message.contains("unclosed bracket '['") {
+        at("did not find expected ',' or ']'")
+    } else if message.contains("unclosed") && message.contains('{') {
+        at("did not find expected ',' or '}'")
+    } else {
+        message.lines().next().unwrap_or(message).to_string()
+    }
+}
+
+/// The name Go's JSON decoder gives a value's kind in its type errors.
+fn go_json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Object(_) => "object",
+        Value::Array(_) => "array",
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "bool",
+        Value::Null => "null",
+    }
+}
+
+/// The 422 kube-apiserver answers for a JSON patch that does not apply (a missing path, a
+/// failed test, an unknown operation); its own message stays out of the answer.
+fn rejected() -> ApiError {
+    ApiError::new(
+        422,
+        "Invalid",
+        "the server rejected our request due to an error in our request",
+    )
+    .with_details(Value::Object(Map::new()))
 }
 
 /// Applies a JSON patch (RFC 6902).
 pub fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), ApiError> {
-    let ops: json_patch::Patch = serde_json::from_value(patch.clone()).map_err(|e| {
-        ApiError::bad_request(format!(
-            "the server rejected our request due to an error in our request: {e}"
-        ))
-    })?;
-    json_patch::patch(doc, &ops).map_err(|e| patch_error(e.to_string()))
+    let decoding = |why: String| ApiError::bad_request(format!("error decoding patch: {why}"));
+    let ops = match patch {
+        Value::Null => return Ok(()),
+        Value::Array(ops) => ops,
+        other => {
+            return Err(decoding(format!(
+                "json: cannot unmarshal {} into Go value of type []handlers.jsonPatchOp",
+                go_json_kind(other)
+            )));
+        }
+    };
+    if let Some(bad) = ops.iter().find(|op| !op.is_object() && !op.is_null()) {
+        return Err(decoding(format!(
+            "json: cannot unmarshal {} into Go value of type handlers.jsonPatchOp",
+            go_json_kind(bad)
+        )));
+    }
+    for op in ops {
+        let mut op = op.clone();
+        if op["op"] == "replace"
+            && op["path"]
+                .as_str()
+                .is_some_and(|p| is_missing_member(doc, p))
+        {
+            // kube-apiserver's JSON patch library replaces a missing object member by adding it.
+            op["op"] = Value::String("add".into());
+        }
+        let one: json_patch::Patch =
+            serde_json::from_value(Value::Array(vec![op])).map_err(|_| rejected())?;
+        json_patch::patch(doc, &one).map_err(|_| rejected())?;
+    }
+    Ok(())
+}
+
+/// Whether `pointer` names a member its (existing) parent object lacks.
+fn is_missing_member(doc: &Value, pointer: &str) -> bool {
+    let Some((parent, last)) = pointer.rsplit_once('/') else {
+        return false;
+    };
+    let key = last.replace("~1", "/").replace("~0", "~");
+    doc.pointer(parent)
+        .and_then(Value::as_object)
+        .is_some_and(|m| !m.contains_key(&key))
 }
 
 /// Applies a JSON merge patch (RFC 7386).
@@ -215,5 +340,43 @@ mod tests {
         )
         .unwrap();
         assert_eq!(doc2["metadata"]["finalizers"], json!(["b"]));
+    }
+}
+
+#[cfg(test)]
+mod request_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_patches_answer_as_kube_apiserver() {
+        let mut doc = json!({"spec": {"a": 1}});
+        json_patch(
+            &mut doc,
+            &json!([{"op": "replace", "path": "/spec/b", "value": 2}]),
+        )
+        .unwrap();
+        assert_eq!(doc, json!({"spec": {"a": 1, "b": 2}}));
+        let err = json_patch(&mut doc, &json!({"op": "add"})).unwrap_err();
+        assert_eq!(
+            err.message,
+            "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp"
+        );
+        let err = json_patch(&mut doc, &json!([{"op": "remove", "path": "/spec/x"}])).unwrap_err();
+        assert_eq!(err.code, 422);
+    }
+
+    #[test]
+    fn apply_bodies_decode_with_go_yaml_messages() {
+        let err = decode_apply_yaml(b"spec: [unclosed\n").unwrap_err();
+        assert_eq!(
+            err.message,
+            "error decoding YAML: error converting YAML to JSON: yaml: line 1: did not find expected ',' or ']'"
+        );
+        assert_eq!(
+            decode_apply_yaml(b"kind: W\nspec:\n  a: 1\n").unwrap(),
+            json!({"kind": "W", "spec": {"a": 1}})
+        );
+        assert_eq!(patch_type("application/json", true).unwrap_err().code, 415);
     }
 }

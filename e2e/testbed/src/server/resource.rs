@@ -73,6 +73,15 @@ impl std::fmt::Debug for Validator {
     }
 }
 
+/// The `scale` subresource of a custom resource: where a Scale's fields live in the object
+/// (JSON paths such as `.spec.replicas`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalePaths {
+    pub spec_replicas: String,
+    pub status_replicas: String,
+    pub label_selector: Option<String>,
+}
+
 /// One served group/version/resource.
 #[derive(Debug, Clone)]
 pub struct ResourceType {
@@ -100,6 +109,8 @@ pub struct ResourceType {
     pub table: String,
     /// Whether this version is the CRD's storage version.
     pub storage_version: bool,
+    /// The `scale` subresource (custom resources that declare one).
+    pub scale: Option<ScalePaths>,
 }
 
 impl ResourceType {
@@ -114,6 +125,19 @@ impl ResourceType {
     pub fn verbs(&self) -> Vec<&'static str> {
         if self.builtin.is_some_and(Builtin::is_review) {
             return vec!["create"];
+        }
+        if self.crd_name.is_some() {
+            // The apiextensions discovery controller lists custom resources' verbs in this order.
+            return vec![
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "create",
+                "update",
+                "watch",
+            ];
         }
         vec![
             "create",
@@ -175,23 +199,22 @@ impl Registry {
         self.types.values()
     }
 
-    /// Served groups with their versions, in a stable order (storage/preferred version first).
+    /// Served groups with their versions in Kubernetes version priority order; the first is
+    /// the preferred version (as the apiextensions discovery controller chooses it, whatever
+    /// the storage version).
     pub fn groups(&self) -> Vec<(String, Vec<String>)> {
-        let mut groups: BTreeMap<String, Vec<(bool, String)>> = BTreeMap::new();
+        let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for rt in self.types.values() {
             let versions = groups.entry(rt.group.clone()).or_default();
-            if !versions.iter().any(|(_, v)| v == &rt.version) {
-                versions.push((rt.storage_version, rt.version.clone()));
+            if !versions.contains(&rt.version) {
+                versions.push(rt.version.clone());
             }
         }
         groups
             .into_iter()
             .map(|(g, mut vs)| {
-                vs.sort_by(|a, b| {
-                    b.0.cmp(&a.0)
-                        .then_with(|| version_priority(&a.1).cmp(&version_priority(&b.1)))
-                });
-                (g, vs.into_iter().map(|(_, v)| v).collect())
+                vs.sort_by(|a, b| compare_versions(a, b));
+                (g, vs)
             })
             .collect()
     }
@@ -214,24 +237,52 @@ impl Registry {
     }
 }
 
-/// Kubernetes version ordering: GA before beta before alpha, higher numbers first.
-fn version_priority(v: &str) -> (u8, i64, i64) {
-    let Some(rest) = v.strip_prefix('v') else {
-        return (9, 0, 0);
+/// A version of the form `v<N>`, `v<N>beta<M>` or `v<N>alpha<M>`: (stability, major, minor),
+/// stability 0 for GA, 1 for beta, 2 for alpha.
+fn kube_version(v: &str) -> Option<(u8, u64, u64)> {
+    let number = |s: &str| -> Option<u64> {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        s.parse().ok()
     };
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    let major: i64 = digits.parse().unwrap_or(0);
-    let tail = &rest[digits.len()..];
-    let (level, minor) = if tail.is_empty() {
-        (0, 0)
-    } else if let Some(n) = tail.strip_prefix("beta") {
-        (1, n.parse().unwrap_or(0))
-    } else if let Some(n) = tail.strip_prefix("alpha") {
-        (2, n.parse().unwrap_or(0))
-    } else {
-        (9, 0)
-    };
-    (level, -major, -minor)
+    let rest = v.strip_prefix('v')?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let major = number(&rest[..digits])?;
+    let tail = &rest[digits..];
+    if tail.is_empty() {
+        return Some((0, major, 0));
+    }
+    if let Some(n) = tail.strip_prefix("beta") {
+        return Some((1, major, number(n)?));
+    }
+    Some((2, major, number(tail.strip_prefix("alpha")?)?))
+}
+
+/// Kubernetes-aware version priority (`version.CompareKubeAwareVersionStrings`): GA before
+/// beta before alpha, higher numbers first; other strings after them, alphabetically.
+pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
+    match (kube_version(a), kube_version(b)) {
+        (Some((sa, ma, na)), Some((sb, mb, nb))) => sa
+            .cmp(&sb)
+            .then_with(|| mb.cmp(&ma))
+            .then_with(|| nb.cmp(&na)),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
+fn scale_paths(scale: &Value) -> Option<ScalePaths> {
+    if !scale.is_object() {
+        return None;
+    }
+    let path = |k: &str| scale[k].as_str().map(String::from);
+    Some(ScalePaths {
+        spec_replicas: path("specReplicasPath").unwrap_or_default(),
+        status_replicas: path("statusReplicasPath").unwrap_or_default(),
+        label_selector: path("labelSelectorPath").filter(|p| !p.is_empty()),
+    })
 }
 
 /// Resource types for every served version of a CRD (given as JSON).
@@ -286,7 +337,7 @@ pub fn types_from_crd(crd: &Value) -> Vec<ResourceType> {
                 name: "Age".into(),
                 type_: "date".into(),
                 format: String::new(),
-                description: String::new(),
+                description: super::table_columns::CREATION_TIMESTAMP_DOC.into(),
                 priority: 0,
                 json_path: ".metadata.creationTimestamp".into(),
             });
@@ -312,7 +363,65 @@ pub fn types_from_crd(crd: &Value) -> Vec<ResourceType> {
             crd_name: Some(crd_name.clone()),
             table: format!("{group}/{plural}"),
             storage_version: version["storage"].as_bool().unwrap_or(false),
+            scale: scale_paths(&version["subresources"]["scale"]),
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_sort_in_kubernetes_priority_order() {
+        let mut vs = vec![
+            "v1alpha1",
+            "foo",
+            "v2beta1",
+            "v1",
+            "v11alpha2",
+            "v1beta",
+            "v2",
+            "v1beta2",
+            "bar",
+            "v10",
+        ];
+        vs.sort_by(|a, b| compare_versions(a, b));
+        assert_eq!(
+            vs,
+            [
+                "v10",
+                "v2",
+                "v1",
+                "v2beta1",
+                "v1beta2",
+                "v11alpha2",
+                "v1alpha1",
+                "bar",
+                "foo",
+                "v1beta"
+            ]
+        );
+    }
+
+    #[test]
+    fn scale_paths_come_from_the_crd_version() {
+        let crd = serde_json::json!({"metadata": {"name": "ws.g.io"}, "spec": {"group": "g.io",
+            "names": {"kind": "W", "plural": "ws"}, "scope": "Namespaced", "versions": [
+            {"name": "v1", "served": true, "storage": true, "subresources": {"scale": {
+                "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}}},
+            {"name": "v2", "served": false, "storage": false}]}});
+        let types = types_from_crd(&crd);
+        assert_eq!(types.len(), 1);
+        assert_eq!(
+            types[0].scale,
+            Some(ScalePaths {
+                spec_replicas: ".spec.replicas".into(),
+                status_replicas: ".status.replicas".into(),
+                label_selector: None,
+            })
+        );
+        assert_eq!(types[0].verbs()[0], "delete");
+    }
 }

@@ -7,16 +7,18 @@ use serde_json::{Map, Value, json};
 use super::auth::UserInfo;
 use super::cluster::ClusterState;
 use super::error::{ApiError, ApiResult, Cause, invalid};
+use super::meta;
 use super::rbac::rules::Rule;
 use super::rbac::{self, Attributes, Decision, defaults};
 use super::resource::{Builtin, ResourceType};
 
-/// Answers a review of `rt` posted by `user` (None: the administrator).
+/// Answers a review of `rt` posted by `user` (None: the administrator) through `manager`.
 pub fn create(
     cluster: &ClusterState,
     user: Option<&UserInfo>,
     rt: &ResourceType,
     body: &Value,
+    manager: &str,
 ) -> ApiResult<Value> {
     if let Some(kind) = body["kind"].as_str().filter(|k| *k != rt.kind) {
         return Err(ApiError::bad_request(format!(
@@ -26,21 +28,105 @@ pub fn create(
     }
     let admin = UserInfo::admin();
     let user = user.unwrap_or(&admin);
-    let status = match rt.builtin {
-        Some(Builtin::SelfSubjectAccessReview) => access(cluster, user, rt, &body["spec"])?,
-        Some(Builtin::SelfSubjectRulesReview) => rules(cluster, user, &body["spec"]),
-        _ => who(user),
+    let (metadata, spec, status) = match rt.builtin {
+        // The posted review comes back with its status filled in.
+        Some(Builtin::SelfSubjectAccessReview) => {
+            let spec = without_empty(&body["spec"]);
+            let status = access(cluster, user, rt, &spec)?;
+            let metadata = json!({"managedFields": [access_managed_entry(&spec, manager, rt)]});
+            (metadata, Some(spec), status)
+        }
+        // A new object: no metadata, an empty spec.
+        Some(Builtin::SelfSubjectRulesReview) => (
+            json!({}),
+            Some(json!({})),
+            rules(cluster, user, &body["spec"]),
+        ),
+        _ => (
+            json!({"creationTimestamp": meta::now_time()}),
+            None,
+            who(user),
+        ),
     };
     let mut out = json!({
         "kind": rt.kind,
         "apiVersion": rt.api_version(),
-        "metadata": {"creationTimestamp": null},
-        "status": status,
+        "metadata": metadata,
     });
-    if !body["spec"].is_null() {
-        out["spec"] = body["spec"].clone();
+    if let Some(spec) = spec {
+        out["spec"] = spec;
     }
+    out["status"] = status;
     Ok(out)
+}
+
+/// A SubjectAccessReview spec as Go serialises it: every string and list is `omitempty`.
+fn without_empty(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(_, v)| !is_empty(v))
+                .map(|(k, v)| (k.clone(), without_empty(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
+}
+
+/// fieldsV1 of a request body's fields, all set by its sender: objects are walked, other
+/// values are leaves; the `optional` structs (Go pointers) are owned themselves too (`.`).
+pub fn request_fields(v: &Value, optional: &[&[&str]]) -> Value {
+    fn walk(v: &Value, path: &mut Vec<String>, optional: &[&[&str]]) -> Value {
+        let mut out = Map::new();
+        if let Value::Object(m) = v {
+            for (k, child) in m {
+                path.push(k.clone());
+                let node = match child {
+                    Value::Object(c) if !c.is_empty() => {
+                        let mut n = walk(child, path, optional);
+                        if optional.iter().any(|o| o.iter().eq(path.iter())) {
+                            n[".".to_string()] = json!({});
+                        }
+                        n
+                    }
+                    _ => json!({}),
+                };
+                out.insert(format!("f:{k}"), node);
+                path.pop();
+            }
+        }
+        Value::Object(out)
+    }
+    walk(v, &mut Vec::new(), optional)
+}
+
+/// The optional (pointer) structs of a SubjectAccessReview: ownership of each covers the
+/// struct itself, not only its fields.
+const OPTIONAL_STRUCTS: [&[&str]; 4] = [
+    &["spec", "resourceAttributes"],
+    &["spec", "nonResourceAttributes"],
+    &["spec", "resourceAttributes", "fieldSelector"],
+    &["spec", "resourceAttributes", "labelSelector"],
+];
+
+fn access_managed_entry(spec: &Value, manager: &str, rt: &ResourceType) -> Value {
+    json!({
+        "manager": manager,
+        "operation": "Update",
+        "apiVersion": rt.api_version(),
+        "time": meta::now_time(),
+        "fieldsType": "FieldsV1",
+        "fieldsV1": request_fields(&json!({ "spec": spec }), &OPTIONAL_STRUCTS),
+    })
 }
 
 fn text(v: &Value, key: &str) -> String {
@@ -150,9 +236,40 @@ fn rules(cluster: &ClusterState, user: &UserInfo, spec: &Value) -> Value {
 }
 
 fn who(user: &UserInfo) -> Value {
-    let mut info = json!({"username": user.name, "groups": user.groups});
+    let mut info = json!({"username": user.name});
     if !user.uid.is_empty() {
         info["uid"] = json!(user.uid);
     }
+    info["groups"] = json!(user.groups);
+    if !user.extra.is_empty() {
+        info["extra"] = json!(user.extra);
+    }
     json!({"userInfo": info})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_reviews_keep_what_go_would_serialise() {
+        let spec = without_empty(
+            &json!({"resourceAttributes": {"namespace": "n", "verb": "get", "group": "", "resource": "configmaps"}}),
+        );
+        assert_eq!(
+            spec,
+            json!({"resourceAttributes": {"namespace": "n", "verb": "get", "resource": "configmaps"}})
+        );
+        let rt = crate::server::builtin::builtin_types()
+            .into_iter()
+            .find(|t| t.builtin == Some(Builtin::SelfSubjectAccessReview));
+        let Some(rt) = rt else {
+            panic!("no SelfSubjectAccessReview type");
+        };
+        let entry = access_managed_entry(&spec, "golden", &rt);
+        assert_eq!(
+            entry["fieldsV1"],
+            json!({"f:spec": {"f:resourceAttributes": {".": {}, "f:namespace": {}, "f:resource": {}, "f:verb": {}}}})
+        );
+    }
 }

@@ -4,35 +4,18 @@ use serde_json::Value;
 
 use super::error::{ApiError, ApiResult};
 
-#[derive(Debug, Clone, PartialEq)]
-enum LabelReq {
-    Eq(String, String),
-    NotEq(String, String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    NotExists(String),
-}
+use super::label_parser::{self, Requirement as LabelReq};
 
 /// A parsed label selector; the empty selector matches everything.
 #[derive(Debug, Clone, Default)]
 pub struct LabelSelector(Vec<LabelReq>);
 
 impl LabelSelector {
+    /// Parses `labelSelector`; errors are 400s with kube-apiserver's parser messages.
     pub fn parse(s: &str) -> ApiResult<Self> {
-        let mut reqs = Vec::new();
-        for term in split_top(s) {
-            let term = term.trim();
-            if term.is_empty() {
-                continue;
-            }
-            reqs.push(parse_label_term(term).ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "unable to parse requirement: invalid label selector: {term:?}"
-                ))
-            })?);
-        }
-        Ok(Self(reqs))
+        label_parser::parse(s)
+            .map(Self)
+            .map_err(|e| ApiError::bad_request(e.0))
     }
 
     /// A `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`); None when it
@@ -46,7 +29,7 @@ impl LabelSelector {
             .into_iter()
             .flatten()
         {
-            reqs.push(LabelReq::Eq(k.clone(), val.as_str()?.to_string()));
+            reqs.push(LabelReq::Equals(k.clone(), val.as_str()?.to_string()));
         }
         for e in m
             .get("matchExpressions")
@@ -65,7 +48,7 @@ impl LabelSelector {
                 "In" => LabelReq::In(key, values),
                 "NotIn" => LabelReq::NotIn(key, values),
                 "Exists" => LabelReq::Exists(key),
-                "DoesNotExist" => LabelReq::NotExists(key),
+                "DoesNotExist" => LabelReq::DoesNotExist(key),
                 _ => return None,
             });
         }
@@ -83,82 +66,18 @@ impl LabelSelector {
                 .find(|(lk, _)| lk == k)
                 .map(|(_, v)| v.as_str())
         };
+        let int = |k: &str| get(k).and_then(|v| v.parse::<i64>().ok());
         self.0.iter().all(|r| match r {
-            LabelReq::Eq(k, v) => get(k) == Some(v.as_str()),
-            LabelReq::NotEq(k, v) => get(k) != Some(v.as_str()),
+            LabelReq::Equals(k, v) => get(k) == Some(v.as_str()),
+            LabelReq::NotEquals(k, v) => get(k) != Some(v.as_str()),
             LabelReq::In(k, vs) => get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
             LabelReq::NotIn(k, vs) => get(k).is_none_or(|x| !vs.iter().any(|v| v == x)),
             LabelReq::Exists(k) => get(k).is_some(),
-            LabelReq::NotExists(k) => get(k).is_none(),
+            LabelReq::DoesNotExist(k) => get(k).is_none(),
+            LabelReq::GreaterThan(k, n) => int(k).is_some_and(|x| x > *n),
+            LabelReq::LessThan(k, n) => int(k).is_some_and(|x| x < *n),
         })
     }
-}
-
-/// Splits on commas that are not inside parentheses.
-fn split_top(s: &str) -> Vec<&str> {
-    let (mut depth, mut start, mut out) = (0i32, 0usize, Vec::new());
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(&s[start..]);
-    out
-}
-
-fn valid_key(k: &str) -> bool {
-    !k.is_empty()
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
-}
-
-fn valid_value(v: &str) -> bool {
-    v.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-}
-
-fn parse_label_term(term: &str) -> Option<LabelReq> {
-    if let Some(k) = term.strip_prefix('!') {
-        let k = k.trim();
-        return valid_key(k).then(|| LabelReq::NotExists(k.into()));
-    }
-    for (op, neg) in [(" notin ", true), (" in ", false)] {
-        if let Some(pos) = term.find(op) {
-            let key = term[..pos].trim();
-            let rest = term[pos + op.len()..].trim();
-            let inner = rest.strip_prefix('(')?.strip_suffix(')')?;
-            let values: Vec<String> = inner.split(',').map(|v| v.trim().to_string()).collect();
-            if !valid_key(key) || !values.iter().all(|v| valid_value(v)) {
-                return None;
-            }
-            return Some(if neg {
-                LabelReq::NotIn(key.into(), values)
-            } else {
-                LabelReq::In(key.into(), values)
-            });
-        }
-    }
-    for (op, neg) in [("!=", true), ("==", false), ("=", false)] {
-        if let Some(pos) = term.find(op) {
-            let key = term[..pos].trim();
-            let value = term[pos + op.len()..].trim();
-            if !valid_key(key) || !valid_value(value) {
-                return None;
-            }
-            return Some(if neg {
-                LabelReq::NotEq(key.into(), value.into())
-            } else {
-                LabelReq::Eq(key.into(), value.into())
-            });
-        }
-    }
-    valid_key(term).then(|| LabelReq::Exists(term.into()))
 }
 
 /// A parsed field selector: `field=value`, `field==value`, `field!=value`, comma-separated.

@@ -77,6 +77,12 @@ pub struct Store {
     history_limit: usize,
     /// Changes at or below this version are no longer in the history.
     compacted: u64,
+    /// Changes at or below this version were dropped from the history (compaction keeps
+    /// them: lists at an older resourceVersion are still served from it, as the watch cache's
+    /// snapshots serve them).
+    trimmed: u64,
+    /// The resourceVersion at which each table was first used (its watch cache started).
+    origins: HashMap<Arc<str>, u64>,
     pub registry: Registry,
     tx: broadcast::Sender<Arc<Change>>,
 }
@@ -90,6 +96,8 @@ impl Store {
             history: VecDeque::new(),
             history_limit: history_limit.max(1),
             compacted: 1,
+            trimmed: 1,
+            origins: HashMap::new(),
             registry: Registry::with_builtins(),
             tx,
         }
@@ -108,10 +116,32 @@ impl Store {
         self.tx.subscribe()
     }
 
-    /// Forgets the whole change history (as etcd compaction does).
+    /// Compacts at the current revision (as etcd compaction does): watches from older
+    /// versions get 410; the history stays for lists at older versions.
     pub fn compact(&mut self) {
-        self.history.clear();
         self.compacted = self.rv;
+    }
+
+    /// Changes after `rv` (ignoring compaction), oldest first, or `None` if the history no
+    /// longer reaches back that far.
+    pub fn changes_after(&self, rv: u64) -> Option<Vec<Arc<Change>>> {
+        if rv < self.trimmed {
+            return None;
+        }
+        let start = self.history.partition_point(|c| c.rv <= rv);
+        Some(self.history.iter().skip(start).cloned().collect())
+    }
+
+    /// Marks a table as used (its watch cache starts at the current version) and returns
+    /// that starting version.
+    pub fn note_use(&mut self, table: &str) -> u64 {
+        let key = self.table_key(table);
+        *self.origins.entry(key).or_insert(self.rv)
+    }
+
+    /// The version a table's watch cache started at (None: never used).
+    pub fn origin(&self, table: &str) -> Option<u64> {
+        self.origins.get(table).copied()
     }
 
     /// Changes after `rv`, oldest first, or `None` if some were already compacted away.
@@ -203,6 +233,7 @@ impl Store {
 
     /// Like `put`, also returning the committed object (saves re-parsing it).
     pub fn put_returning(&mut self, table: &str, mut obj: Value) -> (Arc<Stored>, Value) {
+        self.note_use(table);
         self.rv += 1;
         let rv = self.rv;
         meta::metadata_mut(&mut obj)
@@ -263,6 +294,7 @@ impl Store {
             self.remove(table, &ns, &name);
         }
         self.tables.remove(table);
+        self.origins.remove(table);
     }
 
     fn record(&mut self, change: Change) {
@@ -270,7 +302,8 @@ impl Store {
         self.history.push_back(change.clone());
         while self.history.len() > self.history_limit {
             if let Some(old) = self.history.pop_front() {
-                self.compacted = old.rv;
+                self.compacted = self.compacted.max(old.rv);
+                self.trimmed = old.rv;
             }
         }
         // Nobody listening is fine.

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use super::handlers::Params;
 use super::meta;
 use super::resource::ResourceType;
+use super::table_columns;
 
 /// How objects are rendered, from the Accept header's first media type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +30,35 @@ pub fn render_mode(headers: &HeaderMap) -> Render {
     } else {
         Render::Full
     }
+}
+
+/// The Table version the client asked for: the first `as=Table` media type of its Accept
+/// header decides between `meta.k8s.io/v1` and `meta.k8s.io/v1beta1`.
+pub fn api_version(headers: &HeaderMap) -> &'static str {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    let beta = accept
+        .split(',')
+        .find(|m| m.contains("as=Table"))
+        .is_some_and(|m| m.split(';').any(|p| p.trim() == "v=v1beta1"));
+    if beta {
+        "meta.k8s.io/v1beta1"
+    } else {
+        "meta.k8s.io/v1"
+    }
+}
+
+/// A Table of one object (`kubectl get <name>`).
+pub fn object_table(rt: &ResourceType, obj: &Value, params: &Params, headers: &HeaderMap) -> Value {
+    table(
+        rt,
+        std::slice::from_ref(obj),
+        params,
+        None,
+        api_version(headers),
+    )
 }
 
 /// The `PartialObjectMetadata` form of an object.
@@ -174,8 +204,11 @@ fn cell(obj: &Value, col: &super::resource::Column) -> Value {
         return json!(json_path(obj, p).first().map(cell_text).unwrap_or_default());
     }
     if path == "#eventage()" {
-        let t = obj["lastTimestamp"]
+        // kube's printer: a series' last observation, else the last (or first) time.
+        let t = obj["series"]["lastObservedTime"]
             .as_str()
+            .or_else(|| obj["lastTimestamp"].as_str())
+            .or_else(|| obj["firstTimestamp"].as_str())
             .or_else(|| obj["eventTime"].as_str())
             .or_else(|| obj["metadata"]["creationTimestamp"].as_str())
             .unwrap_or("");
@@ -208,11 +241,14 @@ fn cell(obj: &Value, col: &super::resource::Column) -> Value {
 }
 
 /// A Table of `objs` (already in the served form). Core events are rendered from the core form.
+/// `api_version` is `meta.k8s.io/v1` or `meta.k8s.io/v1beta1`; the rows' metadata objects
+/// are of the same version.
 pub fn table(
     rt: &ResourceType,
     objs: &[Value],
     params: &Params,
     list_meta: Option<&Value>,
+    api_version: &str,
 ) -> Value {
     let event_v1 = rt.builtin == Some(super::resource::Builtin::EventV1);
     // Events print their name only in wide output, last (as kube-apiserver's event table).
@@ -220,14 +256,14 @@ pub fn table(
         rt.builtin,
         Some(super::resource::Builtin::Event | super::resource::Builtin::EventV1)
     );
-    let name_def = json!({"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": if is_event { 1 } else { 0 }});
+    let name_def = table_columns::name_column(if is_event { 1 } else { 0 });
     let mut defs = if is_event {
         Vec::new()
     } else {
         vec![name_def.clone()]
     };
     for c in &rt.columns {
-        defs.push(json!({"name": c.name, "type": c.type_, "format": c.format, "description": c.description, "priority": c.priority}));
+        defs.push(table_columns::definition(rt, c));
     }
     if is_event {
         defs.push(name_def);
@@ -248,7 +284,7 @@ pub fn table(
             let object = match include {
                 "None" => Value::Null,
                 "Object" => obj.clone(),
-                _ => json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}),
+                _ => json!({"kind": "PartialObjectMetadata", "apiVersion": api_version, "metadata": obj["metadata"]}),
             };
             json!({"cells": cells, "object": object})
         })
@@ -261,7 +297,7 @@ pub fn table(
     {
         metadata["resourceVersion"] = json!(rv);
     }
-    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "columnDefinitions": defs, "rows": rows})
+    json!({"kind": "Table", "apiVersion": api_version, "metadata": metadata, "columnDefinitions": defs, "rows": rows})
 }
 
 #[cfg(test)]

@@ -78,6 +78,7 @@ pub fn impersonate(
         name,
         uid: uid.unwrap_or_default(),
         groups,
+        extra: Default::default(),
     };
     let mut add = |g: String| {
         if !user.groups.contains(&g) {

@@ -1,10 +1,14 @@
 //! Authentication: who sends a request. Requests without credentials are the cluster
 //! administrator (the testbed's own kubeconfig carries none, as before); bearer tokens of
-//! ServiceAccounts authenticate as `system:serviceaccount:<ns>:<name>`; any other credential
-//! is a 401. An authenticated user may impersonate another (`kubectl --as`) if allowed to.
+//! ServiceAccounts (legacy Secret tokens, and bound tokens from the TokenRequest API)
+//! authenticate as `system:serviceaccount:<ns>:<name>`; any other credential is a 401. An authenticated user may impersonate another (`kubectl --as`) if allowed to.
 
+pub mod bound;
 pub mod impersonation;
+pub mod token_request;
 pub mod tokens;
+
+use std::collections::BTreeMap;
 
 use axum::http::{HeaderMap, header};
 
@@ -22,6 +26,8 @@ pub struct UserInfo {
     pub name: String,
     pub uid: String,
     pub groups: Vec<String>,
+    /// `extra` (e.g. the credential id of a bound token), as SelfSubjectReview shows it.
+    pub extra: BTreeMap<String, Vec<String>>,
 }
 
 impl UserInfo {
@@ -31,6 +37,7 @@ impl UserInfo {
             name: "kubernetes-admin".into(),
             uid: String::new(),
             groups: vec![MASTERS.into(), AUTHENTICATED.into()],
+            extra: BTreeMap::new(),
         }
     }
 
@@ -44,6 +51,7 @@ impl UserInfo {
                 format!("{SERVICE_ACCOUNTS}:{namespace}"),
                 AUTHENTICATED.into(),
             ],
+            extra: BTreeMap::new(),
         }
     }
 
@@ -84,7 +92,13 @@ pub fn authenticate(
                 .ok()
                 .and_then(bearer_token)
                 .ok_or_else(unauthorized)?;
-            tokens::authenticate(&cluster.store(), token).ok_or_else(unauthorized)?
+            let store = cluster.store();
+            let user = if bound::is_bound(token) {
+                bound::authenticate(&store, token)
+            } else {
+                tokens::authenticate(&store, token)
+            };
+            user.ok_or_else(unauthorized)?
         }
     };
     if impersonating {

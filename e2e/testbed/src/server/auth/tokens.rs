@@ -186,7 +186,7 @@ fn claims_of(token: &str) -> Option<(String, String)> {
 }
 
 /// Compares without stopping at the first difference (no timing hints about the token).
-fn same(a: &[u8], b: &[u8]) -> bool {
+pub(super) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

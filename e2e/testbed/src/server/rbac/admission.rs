@@ -34,12 +34,23 @@ fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
 
 /// Admission of the four RBAC kinds (`old` on updates).
 pub fn admit(kind: Builtin, obj: &mut Value, old: Option<&Value>, causes: &mut Vec<Cause>) {
+    if matches!(kind, Builtin::Role | Builtin::ClusterRole) {
+        empty_rules_are_null(obj);
+    }
     match kind {
         Builtin::Role => check_rules(obj, true, causes),
         Builtin::ClusterRole => check_rules(obj, false, causes),
         Builtin::RoleBinding => check_binding(obj, old, true, causes),
         Builtin::ClusterRoleBinding => check_binding(obj, old, false, causes),
         _ => {}
+    }
+}
+
+/// An empty rule list is stored as none at all (kube-apiserver's storage encoding keeps no
+/// empty lists), and `rules` has no `omitempty`: it reads back as `null`.
+fn empty_rules_are_null(obj: &mut Value) {
+    if obj["rules"].as_array().is_some_and(Vec::is_empty) {
+        obj["rules"] = Value::Null;
     }
 }
 
@@ -233,6 +244,9 @@ mod tests {
                 "roleRef: Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"ClusterRole\", Name:\"other\"}: cannot change roleRef"
             ]
         );
+        let mut empty = json!({"rules": []});
+        admit(Builtin::ClusterRole, &mut empty, None, &mut Vec::new());
+        assert_eq!(empty, json!({"rules": null}));
         let bad = json!({"roleRef": {"kind": "Role", "name": "r"}, "subjects": [{"kind": "ServiceAccount", "name": "s"}, {"kind": "Robot", "name": "r"}]});
         assert_eq!(
             causes_of(Builtin::ClusterRoleBinding, bad, None),

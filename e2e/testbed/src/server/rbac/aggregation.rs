@@ -1,72 +1,139 @@
-//! Aggregated ClusterRoles: a ClusterRole with an `aggregationRule` gets the rules of every
-//! ClusterRole its selectors match, in name order without duplicates (as kube-controller-
-//! manager's clusterrole-aggregation controller writes them).
+//! Aggregated ClusterRoles, as kube-controller-manager's clusterrole-aggregation controller
+//! keeps them: a ClusterRole with an `aggregationRule` gets the rules of the ClusterRoles
+//! each selector matches (selector by selector, roles in name order, no duplicates), written
+//! by server-side apply with force, so the controller owns `rules`.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::policy::CLUSTER_ROLES;
-use crate::server::managed::Operation;
+use crate::server::managed::{self, Operation};
 use crate::server::meta;
 use crate::server::ops::{self, WriteOpts};
 use crate::server::selector::LabelSelector;
 use crate::server::store::Store;
 
 const MANAGER: &str = "clusterrole-aggregation-controller";
+const GROUP: &str = "rbac.authorization.k8s.io";
 
-/// Brings every aggregated ClusterRole up to date; run after any ClusterRole changed.
-pub fn reconcile(store: &mut Store) {
-    let roles: Vec<Value> = store
-        .list(CLUSTER_ROLES, None, None)
-        .map(|o| o.value())
-        .collect();
-    for agg in &roles {
-        let Some(selectors) = agg["aggregationRule"]["clusterRoleSelectors"].as_array() else {
+/// The rules an aggregated role should have, from all `roles` (in name order).
+pub fn aggregated_rules(aggregate: &Value, roles: &[Value]) -> Vec<Value> {
+    let name = meta::name_of(aggregate);
+    let mut rules: Vec<Value> = Vec::new();
+    let selectors = aggregate["aggregationRule"]["clusterRoleSelectors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(LabelSelector::from_object);
+    for selector in selectors {
+        // An empty selector matches nothing here (the controller's lister gets `Nothing`).
+        if selector.is_empty() {
             continue;
-        };
-        let selectors: Vec<LabelSelector> = selectors
-            .iter()
-            .filter_map(LabelSelector::from_object)
-            .collect();
-        let name = meta::name_of(agg);
-        let mut rules: Vec<Value> = Vec::new();
-        for r in &roles {
-            if meta::name_of(r) == name {
+        }
+        for role in roles {
+            if meta::name_of(role) == name || !selector.matches(&meta::labels(role)) {
                 continue;
             }
-            let labels = meta::labels(r);
-            if !selectors
-                .iter()
-                .any(|s| !s.is_empty() && s.matches(&labels))
-            {
-                continue;
-            }
-            for rule in r["rules"].as_array().into_iter().flatten() {
+            for rule in role["rules"].as_array().into_iter().flatten() {
                 if !rules.contains(rule) {
                     rules.push(rule.clone());
                 }
             }
         }
+    }
+    rules
+}
+
+/// Brings every aggregated ClusterRole up to date; run after any ClusterRole changed.
+pub fn reconcile(store: &mut Store) {
+    let mut roles: Vec<Value> = store
+        .list(CLUSTER_ROLES, None, None)
+        .map(|o| o.value())
+        .collect();
+    roles.sort_by(|a, b| meta::name_of(a).cmp(meta::name_of(b)));
+    for agg in &roles {
+        if !agg["aggregationRule"].is_object() {
+            continue;
+        }
+        let rules = aggregated_rules(agg, &roles);
         let current = agg["rules"].as_array().cloned().unwrap_or_default();
+        // Empty and absent are the same rule list (Go's semantic equality).
         if current == rules {
             continue;
         }
-        let Some(rt) = store
-            .registry
-            .get("rbac.authorization.k8s.io", "v1", "clusterroles")
-        else {
+        let Some(rt) = store.registry.get(GROUP, "v1", "clusterroles") else {
             return;
         };
-        let mut updated = agg.clone();
-        updated["rules"] = Value::Array(rules);
+        let name = meta::name_of(agg).to_string();
+        let applied = json!({
+            "apiVersion": rt.api_version(),
+            "kind": rt.kind,
+            "metadata": {"name": name},
+            "rules": rules,
+        });
+        let merged = managed::apply(
+            Some(agg),
+            &applied,
+            MANAGER,
+            true,
+            &rt.api_version(),
+            None,
+            rt.schema.as_ref(),
+            false,
+            (GROUP, "clusterroles", &name),
+        );
         let opts = WriteOpts {
             manager: MANAGER.into(),
             ..WriteOpts::default()
         };
-        // The update runs this again (after every ClusterRole commit) with fresh objects, which
+        // The write runs this again (after every ClusterRole commit) with fresh objects, which
         // handles the other aggregated roles; this pass's copies are stale from here on.
-        if let Err(e) = ops::update(store, &rt, None, name, updated, &opts, Operation::Update) {
-            tracing::debug!(role = name, error = %e, "cannot aggregate ClusterRole");
+        let written = merged.and_then(|m| {
+            ops::update_from(
+                store,
+                &rt,
+                None,
+                &name,
+                m,
+                Some(agg.clone()),
+                &opts,
+                Operation::Apply,
+            )
+        });
+        if let Err(e) = written {
+            tracing::debug!(role = %name, error = %e, "cannot aggregate ClusterRole");
         }
         return;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn role(name: &str, label: Option<&str>, verb: &str) -> Value {
+        let mut r = json!({"metadata": {"name": name}, "rules": [{"verbs": [verb]}]});
+        if let Some(l) = label {
+            r["metadata"]["labels"] = json!({"agg": l});
+        }
+        r
+    }
+
+    #[test]
+    fn rules_follow_selectors_then_names() {
+        let agg = json!({"metadata": {"name": "all"}, "aggregationRule": {"clusterRoleSelectors": [
+            {"matchLabels": {"agg": "b"}}, {"matchLabels": {"agg": "a"}}, {}
+        ]}});
+        let roles = vec![
+            role("a1", Some("a"), "get"),
+            role("a2", Some("a"), "list"),
+            role("b1", Some("b"), "watch"),
+            role("b2", Some("b"), "get"),
+            role("c", None, "delete"),
+        ];
+        let verbs: Vec<Value> = aggregated_rules(&agg, &roles)
+            .into_iter()
+            .map(|r| r["verbs"][0].clone())
+            .collect();
+        assert_eq!(verbs, [json!("watch"), json!("get"), json!("list")]);
     }
 }
