@@ -311,7 +311,13 @@ async fn non_structural_crds_are_rejected() {
     assert!(s.message.starts_with("CustomResourceDefinition.apiextensions.k8s.io \"widgets.testbed.example.com\" is invalid: "), "{}", s.message);
     // kube-apiserver names a schema every version shares by its internal, top-level path
     // (golden corpus: crd/nonstructural-schemas-rejected).
-    assert!(s.message.contains("spec.validation.openAPIV3Schema.properties[spec].properties[size].type: Required value"), "{}", s.message);
+    assert!(
+        s.message.contains(
+            "spec.validation.openAPIV3Schema.properties[spec].properties[size].type: Required value"
+        ),
+        "{}",
+        s.message
+    );
     // A name that does not match the spec is rejected too.
     let mut bad = fixtures::widget_crd();
     bad["metadata"]["name"] = json!("gadgets.testbed.example.com");

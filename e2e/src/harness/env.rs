@@ -328,7 +328,10 @@ async fn not_yet_served(
                 Err(e) => return Err(e.into()),
             };
             if !served {
-                waiting.push(format!("{} not in discovery of {group_version}", crd.spec.names.plural));
+                waiting.push(format!(
+                    "{} not in discovery of {group_version}",
+                    crd.spec.names.plural
+                ));
             }
         }
     }

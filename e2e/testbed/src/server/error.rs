@@ -202,7 +202,9 @@ impl IntoResponse for ApiError {
         for w in &self.warnings {
             let escaped = w.replace('"', "\\\"");
             if let Ok(h) = format!("299 - \"{escaped}\"").parse() {
-                response.headers_mut().append(axum::http::header::WARNING, h);
+                response
+                    .headers_mut()
+                    .append(axum::http::header::WARNING, h);
             }
         }
         response

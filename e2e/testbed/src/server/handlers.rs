@@ -274,7 +274,10 @@ async fn dispatch(
         }
         Route::OpenApiV2 => {
             let registry = cluster.store().registry.clone();
-            Ok(json_response(StatusCode::OK, openapi::v2(&registry).to_string()))
+            Ok(json_response(
+                StatusCode::OK,
+                openapi::v2(&registry).to_string(),
+            ))
         }
         Route::OpenApiV3Index => {
             let v = openapi::index(&cluster.store().registry);
