@@ -27,11 +27,7 @@ impl Formatter for PythonFormatter {
         writer: &mut W,
         first: bool,
     ) -> io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        self.begin_array_value(writer, first)
     }
 
     fn begin_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {

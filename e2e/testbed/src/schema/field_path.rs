@@ -15,6 +15,16 @@ pub fn required(field: &str, detail: &str) -> FieldError {
     )
 }
 
+/// `<path>.type` does not suit a keyword: Required when no type is set, else Invalid.
+pub fn type_error(path: &str, ty: &str, detail: &str) -> FieldError {
+    let field = format!("{path}.type");
+    if ty.is_empty() {
+        required(&field, detail)
+    } else {
+        invalid(&field, &go_quote(ty), detail)
+    }
+}
+
 /// `field.Forbidden`: `Forbidden: <detail>`.
 pub fn forbidden(field: &str, detail: &str) -> FieldError {
     error(
@@ -79,20 +89,28 @@ pub fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
+        if let Some(escaped) = short_escape(c) {
+            out.push_str(escaped);
+        } else if (c as u32) < 0x20 || c as u32 == 0x7f {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push(c);
         }
     }
     out.push('"');
     out
+}
+
+/// The backslash escapes Go's `%q` and `encoding/json` share.
+fn short_escape(c: char) -> Option<&'static str> {
+    match c {
+        '"' => Some("\\\""),
+        '\\' => Some("\\\\"),
+        '\n' => Some("\\n"),
+        '\r' => Some("\\r"),
+        '\t' => Some("\\t"),
+        _ => None,
+    }
 }
 
 /// Go's `json.Marshal` of a value: compact, members in the given order, `<`, `>`, `&`,
@@ -135,12 +153,11 @@ fn write_json(value: &Value, out: &mut String) {
 fn write_json_string(s: &str, out: &mut String) {
     out.push('"');
     for c in s.chars() {
+        if let Some(escaped) = short_escape(c) {
+            out.push_str(escaped);
+            continue;
+        }
         match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
             '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
                 out.push_str(&format!("\\u{:04x}", c as u32))
             }

@@ -18,4 +18,5 @@ pub use crd_spec::{
     validate_status_update, validate_update,
 };
 pub use metadata_rules::validate_metadata_names;
+pub use structural::STRUCTURAL_MEMBERS;
 pub use validate::{FieldError, FieldErrorKind, SchemaValidator, apply_defaults, prune, validate};

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::cel_check::{self, RuleCost};
 use super::field_path::{
-    forbidden, go_quote, go_struct, go_value, invalid, not_supported, required,
+    forbidden, go_quote, go_struct, go_value, invalid, not_supported, required, type_error,
 };
 use super::validate::FieldError;
 
@@ -231,13 +231,11 @@ fn list_and_map_types(s: &Map<String, Value>, path: &str, errors: &mut Vec<Field
     let ty = s.get("type").and_then(Value::as_str).unwrap_or("");
     let map_type = s.get("x-kubernetes-map-type");
     if map_type.is_some() && ty != "object" {
-        let f = format!("{path}.type");
-        let d = "must be object if x-kubernetes-map-type is specified";
-        errors.push(if ty.is_empty() {
-            required(&f, d)
-        } else {
-            invalid(&f, &go_quote(ty), d)
-        });
+        errors.push(type_error(
+            path,
+            ty,
+            "must be object if x-kubernetes-map-type is specified",
+        ));
     }
     if let Some(mt) = map_type.and_then(Value::as_str)
         && mt != "atomic"
@@ -252,13 +250,11 @@ fn list_and_map_types(s: &Map<String, Value>, path: &str, errors: &mut Vec<Field
     let list_type = s.get("x-kubernetes-list-type").and_then(Value::as_str);
     let items = s.get("items").and_then(Value::as_object);
     if list_type.is_some() && ty != "array" {
-        let f = format!("{path}.type");
-        let d = "must be array if x-kubernetes-list-type is specified";
-        errors.push(if ty.is_empty() {
-            required(&f, d)
-        } else {
-            invalid(&f, &go_quote(ty), d)
-        });
+        errors.push(type_error(
+            path,
+            ty,
+            "must be array if x-kubernetes-list-type is specified",
+        ));
     } else if list_type == Some("set")
         && let Some(is) = items
     {

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use super::field_path::{forbidden, go_quote, invalid, required, sort_by_text};
+use super::field_path::{forbidden, go_quote, invalid, required, sort_by_text, type_error};
 use super::validate::FieldError;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -137,13 +137,11 @@ fn invariants(node: &Map<String, Value>, level: Level, path: &str, errors: &mut 
     );
 
     if embedded && ty != "object" {
-        let field = format!("{path}.type");
-        let detail = "must be object if x-kubernetes-embedded-resource is true";
-        errors.push(if ty.is_empty() {
-            required(&field, detail)
-        } else {
-            invalid(&field, &go_quote(ty), detail)
-        });
+        errors.push(type_error(
+            path,
+            ty,
+            "must be object if x-kubernetes-embedded-resource is true",
+        ));
     } else if ty.is_empty() && !int_or_string && !preserve {
         let detail = match level {
             Level::Root => "must not be empty at the root",
@@ -200,9 +198,10 @@ fn invariants(node: &Map<String, Value>, level: Level, path: &str, errors: &mut 
     }
 }
 
-/// Schema members a structural schema keeps; anything else (example, externalDocs) is
-/// dropped when kube-apiserver converts a schema, so it never counts against `metadata`.
-const STRUCTURAL_MEMBERS: &[&str] = &[
+/// Schema members a structural schema keeps; anything else (example, externalDocs, id,
+/// `$schema`) is dropped when kube-apiserver converts a schema, so it never counts against
+/// `metadata` and is not published in OpenAPI.
+pub const STRUCTURAL_MEMBERS: &[&str] = &[
     "type",
     "title",
     "description",

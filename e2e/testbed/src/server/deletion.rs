@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::error::{ApiError, ApiResult, Cause, details, invalid};
 use super::gc;
 use super::meta;
-use super::ops::{get_view, to_storage, to_view};
+use super::ops::{get_view, put_stored, to_view};
 use super::resource::{Builtin, ResourceType};
 use super::store::Store;
 
@@ -179,11 +179,8 @@ fn mark_as_deleting(obj: &mut Value, finalizers: &[String]) {
         md.insert("deletionTimestamp".into(), Value::String(meta::now_time()));
     }
     md.insert("deletionGracePeriodSeconds".into(), json!(0));
-    if finalizers.is_empty() {
-        md.remove("finalizers");
-    } else {
-        md.insert("finalizers".into(), json!(finalizers));
-    }
+    let finalizers = finalizers.iter().cloned().map(Value::String).collect();
+    meta::set_list(md, "finalizers", finalizers);
 }
 
 /// Deletes an object. The answer is the object while finalizers hold it, and once it is gone
@@ -207,9 +204,7 @@ pub fn delete(
         // kube-apiserver first marks the CRD (cleanup finalizer, Terminating condition);
         // its cleanup controller then deletes the instances and lets the CRD go.
         let marked = super::crd::mark_for_deletion(&old);
-        let storage = to_storage(store, rt, marked);
-        let (_, value) = store.put_returning(&rt.table, storage);
-        let value = to_view(rt, value);
+        let value = to_view(rt, put_stored(store, rt, marked));
         if super::crd::only_cleanup_finalizer(&value) {
             remove(store, rt, ns, name);
         }
@@ -222,9 +217,7 @@ pub fn delete(
         if obj == old || opts.dry_run {
             return Ok(obj);
         }
-        let storage = to_storage(store, rt, obj);
-        let (_, value) = store.put_returning(&rt.table, storage);
-        let value = to_view(rt, value);
+        let value = to_view(rt, put_stored(store, rt, obj));
         if finalizers
             .iter()
             .any(|f| f == gc::ORPHAN || f == gc::FOREGROUND)
@@ -257,9 +250,7 @@ fn delete_namespace(
         if opts.dry_run {
             return Ok(obj);
         }
-        let storage = to_storage(store, rt, obj);
-        let (_, stored) = store.put_returning(&rt.table, storage);
-        obj = to_view(rt, stored);
+        obj = to_view(rt, put_stored(store, rt, obj));
     } else {
         // A namespace already terminating is held by its spec finalizers until emptied.
         return Err(ApiError::conflict(
@@ -323,12 +314,7 @@ pub fn remove(store: &mut Store, rt: &ResourceType, ns: &str, name: &str) -> Opt
 /// Deletes everything in a terminating namespace.
 fn empty_namespace(store: &mut Store, ns: &str) {
     for (table, names) in store.tables_with_namespace(ns) {
-        let Some(rt) = store
-            .registry
-            .by_table(&table)
-            .into_iter()
-            .find(|t| t.storage_version)
-        else {
+        let Some(rt) = store.registry.storage_type(&table) else {
             continue;
         };
         for name in names {

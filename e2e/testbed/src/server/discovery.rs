@@ -107,12 +107,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
             "kind": rt.kind,
             "verbs": rt.verbs(),
         });
-        if !rt.short_names.is_empty() {
-            r["shortNames"] = json!(rt.short_names);
-        }
-        if !rt.categories.is_empty() {
-            r["categories"] = json!(rt.categories);
-        }
+        add_names(&mut r, rt);
         if let Some(hash) = storage_hash_of(registry, rt) {
             r["storageVersionHash"] = json!(hash);
         }
@@ -204,6 +199,16 @@ pub fn negotiate(accept: &str) -> Option<Aggregated> {
     None
 }
 
+/// The optional names both discovery forms list (omitted when empty).
+fn add_names(r: &mut Value, rt: &ResourceType) {
+    if !rt.short_names.is_empty() {
+        r["shortNames"] = json!(rt.short_names);
+    }
+    if !rt.categories.is_empty() {
+        r["categories"] = json!(rt.categories);
+    }
+}
+
 fn aggregated_resource(rt: &ResourceType) -> Value {
     let response_kind = |group: &str, version: &str, kind: &str| json!({"group": group, "version": version, "kind": kind});
     let mut r = json!({
@@ -213,12 +218,7 @@ fn aggregated_resource(rt: &ResourceType) -> Value {
         "singularResource": rt.singular,
         "verbs": rt.verbs(),
     });
-    if !rt.short_names.is_empty() {
-        r["shortNames"] = json!(rt.short_names);
-    }
-    if !rt.categories.is_empty() {
-        r["categories"] = json!(rt.categories);
-    }
+    add_names(&mut r, rt);
     let mut subresources = Vec::new();
     if rt.status_subresource {
         subresources.push(json!({

@@ -60,14 +60,6 @@ fn owner_refs(obj: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-fn storage_type(store: &Store, table: &str) -> Option<Arc<ResourceType>> {
-    store
-        .registry
-        .by_table(table)
-        .into_iter()
-        .find(|t| t.storage_version)
-}
-
 /// The objects with an ownerReference to `owner_uid`.
 fn dependents(store: &Store, owner_uid: &str) -> Vec<Item> {
     if owner_uid.is_empty() {
@@ -87,7 +79,7 @@ fn dependents(store: &Store, owner_uid: &str) -> Vec<Item> {
         if !owner_refs(&value).iter().any(|r| r["uid"] == owner_uid) {
             continue;
         }
-        if let Some(rt) = storage_type(store, table) {
+        if let Some(rt) = store.registry.storage_type(table) {
             found.push(Item {
                 rt,
                 namespace: obj.namespace.clone(),
@@ -186,7 +178,7 @@ fn removed_at(store: &mut Store, removed: &Value, depth: usize) {
 
 /// After an object was marked for deletion with one of the collector's finalizers.
 pub fn deletion_started(store: &mut Store, rt: &Arc<ResourceType>, obj: &Value) {
-    let Some(storage) = storage_type(store, &rt.table) else {
+    let Some(storage) = store.registry.storage_type(&rt.table) else {
         return;
     };
     let owner = Item {
@@ -316,12 +308,7 @@ fn strip_owner_refs(store: &mut Store, item: &Item, uids: &[String]) {
         .into_iter()
         .filter(|r| !uids.iter().any(|u| r["uid"] == u.as_str()))
         .collect();
-    let md = meta::metadata_mut(&mut value);
-    if kept.is_empty() {
-        md.remove("ownerReferences");
-    } else {
-        md.insert("ownerReferences".into(), Value::Array(kept));
-    }
+    meta::set_list(meta::metadata_mut(&mut value), "ownerReferences", kept);
     write(store, item, value);
 }
 
@@ -332,12 +319,7 @@ fn remove_finalizer(store: &mut Store, item: &Item, finalizer: &str, depth: usiz
         .filter(|f| f != finalizer)
         .map(Value::String)
         .collect();
-    let md = meta::metadata_mut(&mut value);
-    if kept.is_empty() {
-        md.remove("finalizers");
-    } else {
-        md.insert("finalizers".into(), Value::Array(kept));
-    }
+    meta::set_list(meta::metadata_mut(&mut value), "finalizers", kept);
     write(store, item, value);
     // The removal may have left the other GC finalizer to act on.
     if let Some(latest) = item.reload(store)

@@ -399,14 +399,8 @@ pub fn serve(
 
 #[cfg(test)]
 mod tests {
+    use super::super::list_options::params;
     use super::*;
-
-    fn params(pairs: &[(&str, &str)]) -> Params {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
 
     fn widgets() -> ResourceType {
         let crd = json!({"metadata": {"name": "widgets.g"}, "spec": {"group": "g",

@@ -218,16 +218,18 @@ impl ListOptions {
     }
 }
 
+/// Query parameters from pairs (tests here and in `list`).
+#[cfg(test)]
+pub(super) fn params(pairs: &[(&str, &str)]) -> Params {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn params(pairs: &[(&str, &str)]) -> Params {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
 
     fn message(pairs: &[(&str, &str)]) -> String {
         ListOptions::parse(&params(pairs)).unwrap_err().message

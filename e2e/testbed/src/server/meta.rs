@@ -50,33 +50,42 @@ static LABEL: LazyLock<Option<Regex>> =
 
 /// Validates a DNS-1123 subdomain name (most kinds).
 pub fn check_subdomain(field: &str, name: &str) -> Option<Cause> {
-    let ok = name.len() <= 253 && SUBDOMAIN.as_ref().is_some_and(|r| r.is_match(name));
-    (!ok).then(|| {
-        invalid_value(
-            field,
-            &Value::String(name.into()),
-            if name.len() > 253 {
-                "must be no more than 253 characters"
-            } else {
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-            },
-        )
-    })
+    check_dns_name(
+        field,
+        name,
+        253,
+        &SUBDOMAIN,
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+    )
 }
 
 /// Validates a DNS-1123 label name (namespaces).
 pub fn check_label(field: &str, name: &str) -> Option<Cause> {
-    let ok = name.len() <= 63 && LABEL.as_ref().is_some_and(|r| r.is_match(name));
+    check_dns_name(
+        field,
+        name,
+        63,
+        &LABEL,
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+    )
+}
+
+/// A DNS-1123 name: at most `max` characters matching `pattern` (`format_error` otherwise).
+fn check_dns_name(
+    field: &str,
+    name: &str,
+    max: usize,
+    pattern: &Option<Regex>,
+    format_error: &str,
+) -> Option<Cause> {
+    let ok = name.len() <= max && pattern.as_ref().is_some_and(|r| r.is_match(name));
     (!ok).then(|| {
-        invalid_value(
-            field,
-            &Value::String(name.into()),
-            if name.len() > 63 {
-                "must be no more than 63 characters"
-            } else {
-                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-            },
-        )
+        let detail = if name.len() > max {
+            format!("must be no more than {max} characters")
+        } else {
+            format_error.to_string()
+        };
+        invalid_value(field, &Value::String(name.into()), &detail)
     })
 }
 
@@ -118,6 +127,15 @@ pub fn name_of(obj: &Value) -> &str {
 
 pub fn namespace_of(obj: &Value) -> &str {
     meta_str(obj, "namespace").unwrap_or("")
+}
+
+/// Sets a metadata list, or removes it when empty (Go's `omitempty`).
+pub fn set_list(md: &mut Map<String, Value>, key: &str, items: Vec<Value>) {
+    if items.is_empty() {
+        md.remove(key);
+    } else {
+        md.insert(key.into(), Value::Array(items));
+    }
 }
 
 pub fn finalizers(obj: &Value) -> Vec<String> {

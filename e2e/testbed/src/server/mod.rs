@@ -331,9 +331,8 @@ fn bootstrap(state: &ClusterState) {
         manager: "baton-testbed".into(),
         ..ops::WriteOpts::default()
     };
-    if let Some(rt) = store.registry.get("", "v1", "namespaces") {
-        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-            let obj = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+    let mut create = |group: &str, plural: &str, obj: serde_json::Value| {
+        if let Some(rt) = store.registry.get(group, "v1", plural) {
             let _ = ops::create(
                 &mut store,
                 &rt,
@@ -343,12 +342,18 @@ fn bootstrap(state: &ClusterState) {
                 managed::Operation::Update,
             );
         }
+    };
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        create(
+            "",
+            "namespaces",
+            serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        );
     }
-    if let Some(rt) = store
-        .registry
-        .get("rbac.authorization.k8s.io", "v1", "clusterroles")
-    {
-        let obj = serde_json::json!({
+    create(
+        "rbac.authorization.k8s.io",
+        "clusterroles",
+        serde_json::json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": {"name": "cluster-admin", "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"}},
@@ -356,16 +361,8 @@ fn bootstrap(state: &ClusterState) {
                 {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
                 {"nonResourceURLs": ["*"], "verbs": ["*"]},
             ],
-        });
-        let _ = ops::create(
-            &mut store,
-            &rt,
-            None,
-            obj,
-            &opts,
-            managed::Operation::Update,
-        );
-    }
+        }),
+    );
 }
 
 fn router(state: Arc<ClusterState>) -> Router {

@@ -43,12 +43,7 @@ impl Remaining {
     pub fn of(store: &Store, namespace: &str) -> Self {
         let mut out = Self::default();
         for (table, names) in store.tables_with_namespace(namespace) {
-            let Some(rt) = store
-                .registry
-                .by_table(&table)
-                .into_iter()
-                .find(|t| t.storage_version)
-            else {
+            let Some(rt) = store.registry.storage_type(&table) else {
                 continue;
             };
             for name in names {

@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::openapi_params::{self as params, Param};
 use super::resource::ResourceType;
+use crate::schema::STRUCTURAL_MEMBERS;
 
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
@@ -532,46 +533,6 @@ pub fn v2_parameters() -> Map<String, Value> {
     out
 }
 
-/// The parts of a CRD schema a structural schema keeps (`example`, `externalDocs`, `id`,
-/// `$schema` and the like are not published).
-const STRUCTURAL_KEYS: &[&str] = &[
-    "description",
-    "type",
-    "title",
-    "default",
-    "nullable",
-    "properties",
-    "items",
-    "additionalProperties",
-    "format",
-    "maximum",
-    "exclusiveMaximum",
-    "minimum",
-    "exclusiveMinimum",
-    "maxLength",
-    "minLength",
-    "pattern",
-    "maxItems",
-    "minItems",
-    "uniqueItems",
-    "multipleOf",
-    "enum",
-    "maxProperties",
-    "minProperties",
-    "required",
-    "allOf",
-    "oneOf",
-    "anyOf",
-    "not",
-    "x-kubernetes-preserve-unknown-fields",
-    "x-kubernetes-embedded-resource",
-    "x-kubernetes-int-or-string",
-    "x-kubernetes-list-map-keys",
-    "x-kubernetes-list-type",
-    "x-kubernetes-map-type",
-    "x-kubernetes-validations",
-];
-
 /// A CRD schema as published: structural keys only, false extension flags dropped, and the
 /// shorthands unfolded (int-or-string as `anyOf`, embedded resources with apiVersion, kind
 /// and metadata).
@@ -581,7 +542,7 @@ fn published(schema: &Value) -> Value {
     };
     let mut out = Map::new();
     for (k, v) in m {
-        if !STRUCTURAL_KEYS.contains(&k.as_str())
+        if !STRUCTURAL_MEMBERS.contains(&k.as_str())
             || (v == &Value::Bool(false) && k.starts_with("x-"))
         {
             continue;

@@ -45,11 +45,7 @@ pub fn to_storage(store: &Store, rt: &ResourceType, mut obj: Value) -> Value {
     }
     if rt.crd_name.is_some()
         && !rt.storage_version
-        && let Some(storage) = store
-            .registry
-            .by_table(&rt.table)
-            .into_iter()
-            .find(|t| t.storage_version)
+        && let Some(storage) = store.registry.storage_type(&rt.table)
     {
         obj["apiVersion"] = Value::String(storage.api_version());
     }
@@ -329,14 +325,7 @@ pub fn create(
             warnings,
         });
     }
-    let storage = to_storage(store, rt, obj);
-    let (_, value) = store.put_returning(&rt.table, storage);
-    after_commit(store, rt, &value);
-    Ok(Outcome {
-        value: to_view(rt, value),
-        created: true,
-        warnings,
-    })
+    Ok(commit(store, rt, obj, true, warnings))
 }
 
 /// Replaces an object (PUT, and the second half of every patch). `body` is the complete new
@@ -530,14 +519,7 @@ pub fn update_from(
             warnings,
         });
     }
-    let storage = to_storage(store, rt, obj);
-    let (_, value) = store.put_returning(&rt.table, storage);
-    after_commit(store, rt, &value);
-    Ok(Outcome {
-        value: to_view(rt, value),
-        created: false,
-        warnings,
-    })
+    Ok(commit(store, rt, obj, false, warnings))
 }
 
 /// `ShouldDeleteDuringUpdate`: an update that leaves no finalizer on an object whose deletion
@@ -566,6 +548,29 @@ fn parse_resource_version(rv: Option<&str>) -> ApiResult<Option<u64>> {
         _ => Err(ApiError::unclassified(format!(
             "strconv.ParseUint: parsing {rv:?}: invalid syntax"
         ))),
+    }
+}
+
+/// Writes `obj` in its storage form; returns what was stored (with its new resourceVersion).
+pub fn put_stored(store: &mut Store, rt: &ResourceType, obj: Value) -> Value {
+    let storage = to_storage(store, rt, obj);
+    store.put_returning(&rt.table, storage).1
+}
+
+/// Stores a created or updated object and runs what follows the commit.
+fn commit(
+    store: &mut Store,
+    rt: &ResourceType,
+    obj: Value,
+    created: bool,
+    warnings: Vec<String>,
+) -> Outcome {
+    let value = put_stored(store, rt, obj);
+    after_commit(store, rt, &value);
+    Outcome {
+        value: to_view(rt, value),
+        created,
+        warnings,
     }
 }
 

@@ -235,6 +235,14 @@ impl Registry {
             .cloned()
             .collect()
     }
+
+    /// The version a table's objects are stored in.
+    pub fn storage_type(&self, table: &str) -> Option<Arc<ResourceType>> {
+        self.types
+            .values()
+            .find(|rt| rt.table == table && rt.storage_version)
+            .cloned()
+    }
 }
 
 /// A version of the form `v<N>`, `v<N>beta<M>` or `v<N>alpha<M>`: (stability, major, minor),

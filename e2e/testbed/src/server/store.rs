@@ -332,23 +332,26 @@ fn s(v: &Value) -> String {
     }
 }
 
+/// The `involvedObject.*` fields an event field selector may use.
+const INVOLVED_OBJECT_FIELDS: &[&str] = &[
+    "kind",
+    "namespace",
+    "name",
+    "uid",
+    "apiVersion",
+    "resourceVersion",
+    "fieldPath",
+];
+
 /// Fields beyond name/namespace that a table's field selectors support.
 fn extra_fields(table: &str, obj: &Value) -> Vec<(String, String)> {
     match table {
         "/events" => {
             let io = &obj["involvedObject"];
-            let mut f: Vec<(String, String)> = [
-                "kind",
-                "namespace",
-                "name",
-                "uid",
-                "apiVersion",
-                "resourceVersion",
-                "fieldPath",
-            ]
-            .iter()
-            .map(|k| (format!("involvedObject.{k}"), s(&io[*k])))
-            .collect();
+            let mut f: Vec<(String, String)> = INVOLVED_OBJECT_FIELDS
+                .iter()
+                .map(|k| (format!("involvedObject.{k}"), s(&io[*k])))
+                .collect();
             f.push(("reason".into(), s(&obj["reason"])));
             f.push(("reportingComponent".into(), s(&obj["reportingComponent"])));
             f.push(("source".into(), s(&obj["source"]["component"])));
@@ -368,18 +371,10 @@ pub fn supports_field(table: &str, field: &str) -> bool {
     }
     match table {
         "/events" => {
-            field.strip_prefix("involvedObject.").is_some_and(|k| {
-                [
-                    "kind",
-                    "namespace",
-                    "name",
-                    "uid",
-                    "apiVersion",
-                    "resourceVersion",
-                    "fieldPath",
-                ]
-                .contains(&k)
-            }) || ["reason", "reportingComponent", "source", "type"].contains(&field)
+            field
+                .strip_prefix("involvedObject.")
+                .is_some_and(|k| INVOLVED_OBJECT_FIELDS.contains(&k))
+                || ["reason", "reportingComponent", "source", "type"].contains(&field)
         }
         "/secrets" => field == "type",
         "/namespaces" => field == "status.phase",

@@ -101,19 +101,7 @@ pub fn admit_custom(
         });
     };
     let before = obj.clone();
-    // apiVersion, kind and metadata are the server's; the schema only governs the rest.
-    let mut kept = Map::new();
-    if let Value::Object(m) = obj {
-        for k in ROOT_KEEP {
-            if let Some(v) = m.remove(k) {
-                kept.insert(k.to_string(), v);
-            }
-        }
-    }
-    validator.0.prune(obj);
-    if let Value::Object(m) = obj {
-        m.extend(kept);
-    }
+    without_root(obj, |rest| validator.0.prune(rest));
     removed_fields(&before, obj, String::new(), &mut unknown);
     let mut warnings = report_unknown(rt, mode, &[], &unknown)?;
     validator.0.apply_defaults(obj);
@@ -138,6 +126,15 @@ pub fn on_read(rt: &ResourceType, obj: &mut Value) {
     let Some(validator) = rt.validator.as_ref() else {
         return;
     };
+    without_root(obj, |rest| {
+        validator.0.prune(rest);
+        validator.0.apply_defaults(rest);
+    });
+}
+
+/// Runs `f` on the object with `ROOT_KEEP` set aside: apiVersion, kind and metadata are the
+/// server's, the schema only governs the rest.
+fn without_root(obj: &mut Value, f: impl FnOnce(&mut Value)) {
     let mut kept = Map::new();
     if let Value::Object(m) = obj {
         for k in ROOT_KEEP {
@@ -146,8 +143,7 @@ pub fn on_read(rt: &ResourceType, obj: &mut Value) {
             }
         }
     }
-    validator.0.prune(obj);
-    validator.0.apply_defaults(obj);
+    f(obj);
     if let Value::Object(m) = obj {
         m.extend(kept);
     }

@@ -296,27 +296,13 @@ fn check_object(
             }
         }
     }
-    let count = map.len() as u64;
-    if let Some(max) = s.get("maxProperties").and_then(Value::as_u64)
-        && count > max
-    {
-        push(
-            errors,
-            FieldErrorKind::TooMany,
-            path,
-            format!("Too many: {count}: must have at most {max} items"),
-        );
-    }
-    if let Some(min) = s.get("minProperties").and_then(Value::as_u64)
-        && count < min
-    {
-        push(
-            errors,
-            FieldErrorKind::Invalid,
-            path,
-            format!("Invalid value: {count}: {path} in body should have at least {min} properties"),
-        );
-    }
+    check_size(
+        s,
+        map.len(),
+        ("maxProperties", "minProperties", "properties"),
+        path,
+        errors,
+    );
     let props = s.get("properties").and_then(Value::as_object);
     let additional = s.get("additionalProperties").filter(|a| a.is_object());
     for (key, child) in map {
@@ -355,27 +341,13 @@ fn check_array(
     path: &str,
     errors: &mut Vec<FieldError>,
 ) {
-    let count = items.len() as u64;
-    if let Some(max) = s.get("maxItems").and_then(Value::as_u64)
-        && count > max
-    {
-        push(
-            errors,
-            FieldErrorKind::TooMany,
-            path,
-            format!("Too many: {count}: must have at most {max} items"),
-        );
-    }
-    if let Some(min) = s.get("minItems").and_then(Value::as_u64)
-        && count < min
-    {
-        push(
-            errors,
-            FieldErrorKind::Invalid,
-            path,
-            format!("Invalid value: {count}: {path} in body should have at least {min} items"),
-        );
-    }
+    check_size(
+        s,
+        items.len(),
+        ("maxItems", "minItems", "items"),
+        path,
+        errors,
+    );
     if let Some(item_schema) = s.get("items") {
         let olds = correlate::items(schema, items, old);
         for (i, (item, old_item)) in items.iter().zip(olds).enumerate() {
@@ -490,6 +462,38 @@ fn type_matches(ty: &str, value: &Value) -> bool {
         "integer" => matches!(value, Value::Number(n) if is_integer(n)),
         "number" => value.is_number(),
         _ => true,
+    }
+}
+
+/// The bounds on an object's or array's size: the keywords for the maximum and minimum and
+/// what the minimum's message counts (kube-openapi says "items" for both maxima).
+fn check_size(
+    s: &Map<String, Value>,
+    count: usize,
+    (max_key, min_key, noun): (&str, &str, &str),
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) {
+    let count = count as u64;
+    if let Some(max) = s.get(max_key).and_then(Value::as_u64)
+        && count > max
+    {
+        push(
+            errors,
+            FieldErrorKind::TooMany,
+            path,
+            format!("Too many: {count}: must have at most {max} items"),
+        );
+    }
+    if let Some(min) = s.get(min_key).and_then(Value::as_u64)
+        && count < min
+    {
+        push(
+            errors,
+            FieldErrorKind::Invalid,
+            path,
+            format!("Invalid value: {count}: {path} in body should have at least {min} {noun}"),
+        );
     }
 }
 

@@ -56,18 +56,23 @@ pub fn entries(obj: &Value) -> Vec<Entry> {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|e| Entry {
-            manager: e["manager"].as_str().unwrap_or("").into(),
-            operation: e["operation"].as_str().unwrap_or("Update").into(),
-            api_version: e["apiVersion"].as_str().unwrap_or("").into(),
-            time: e["time"].as_str().unwrap_or("").into(),
-            subresource: e["subresource"]
-                .as_str()
-                .filter(|s| !s.is_empty())
-                .map(String::from),
-            fields: from_fields_v1(&e["fieldsV1"]),
-        })
+        .map(|e| entry_from(e, e["operation"].as_str().unwrap_or("Update")))
         .collect()
+}
+
+/// One `managedFields` item as an entry; absent strings read as empty.
+fn entry_from(e: &Value, operation: &str) -> Entry {
+    Entry {
+        manager: e["manager"].as_str().unwrap_or("").into(),
+        operation: operation.into(),
+        api_version: e["apiVersion"].as_str().unwrap_or("").into(),
+        time: e["time"].as_str().unwrap_or("").into(),
+        subresource: e["subresource"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .map(String::from),
+        fields: from_fields_v1(&e["fieldsV1"]),
+    }
 }
 
 /// The entries a client sent, if they are valid (kube-apiserver ignores invalid ones).
@@ -82,17 +87,7 @@ pub fn decode_strict(list: &Value) -> Option<Vec<Entry>> {
         if e["apiVersion"].as_str().is_none_or(str::is_empty) || e["fieldsType"] != "FieldsV1" {
             return None;
         }
-        out.push(Entry {
-            manager: e["manager"].as_str().unwrap_or("").into(),
-            operation: op.into(),
-            api_version: e["apiVersion"].as_str().unwrap_or("").into(),
-            time: e["time"].as_str().unwrap_or("").into(),
-            subresource: e["subresource"]
-                .as_str()
-                .filter(|s| !s.is_empty())
-                .map(String::from),
-            fields: from_fields_v1(&e["fieldsV1"]),
-        });
+        out.push(entry_from(e, op));
     }
     Some(out)
 }
