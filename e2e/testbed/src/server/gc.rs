@@ -66,20 +66,9 @@ fn dependents(store: &Store, owner_uid: &str) -> Vec<Item> {
         return Vec::new();
     }
     let mut found = Vec::new();
-    for (table, obj) in store.all_objects() {
-        // Cheap pre-filter on the serialised form before parsing.
-        if !obj
-            .bytes
-            .windows(owner_uid.len())
-            .any(|w| w == owner_uid.as_bytes())
-        {
-            continue;
-        }
+    for (table, obj) in store.dependents_of(owner_uid) {
         let value = obj.value();
-        if !owner_refs(&value).iter().any(|r| r["uid"] == owner_uid) {
-            continue;
-        }
-        if let Some(rt) = store.registry.storage_type(table) {
+        if let Some(rt) = store.registry.storage_type(&table) {
             found.push(Item {
                 rt,
                 namespace: obj.namespace.clone(),
