@@ -382,6 +382,7 @@ pub fn builtin_types() -> Vec<ResourceType> {
             table: d.table.into(),
             storage_version: d.builtin != Builtin::EventV1,
             scale: None,
+            managed_type: Default::default(),
         })
         .collect()
 }

@@ -33,15 +33,22 @@ pub enum Operation {
     Apply,
 }
 
+/// A resource type's object structure, built on first use: building it from a large CRD
+/// schema (Baton's Workload) on every write cost more than the write itself.
+#[derive(Debug, Clone, Default)]
+pub struct TypeCache(std::sync::OnceLock<Type>);
+
 /// The structure of a resource's objects.
-fn type_of(rt: &ResourceType) -> Type {
-    if rt.crd_name.is_some() {
-        return schema::from_openapi(rt.schema.as_ref());
-    }
-    match rt.builtin {
-        Some(b) => builtin_types::of(b),
-        None => schema::from_openapi(rt.schema.as_ref()),
-    }
+fn type_of(rt: &ResourceType) -> &Type {
+    rt.managed_type.0.get_or_init(|| {
+        if rt.crd_name.is_some() {
+            return schema::from_openapi(rt.schema.as_ref());
+        }
+        match rt.builtin {
+            Some(b) => builtin_types::of(b),
+            None => schema::from_openapi(rt.schema.as_ref()),
+        }
+    })
 }
 
 /// The fields a write through `sub` may not own: the strategy resets them.
@@ -67,7 +74,7 @@ fn reset_fields(rt: &ResourceType, sub: Option<&str>) -> FieldSet {
 /// objects whose shape contradicts the schema, e.g. a `status` that is not an object).
 pub fn trackable(rt: &ResourceType, obj: &Value) -> bool {
     let ty = type_of(rt);
-    typed::validate_shapes(&updater::prepared(obj, &ty), &ty)
+    typed::validate_shapes(&updater::prepared(obj, ty), ty)
 }
 
 /// Drops every managedFields entry (after a write the field manager could not read).
@@ -109,11 +116,11 @@ pub fn record(
         }
     };
     let old_v = match old {
-        Some(o) => updater::prepared(o, &ty),
-        None => updater::zero_object(&ty),
+        Some(o) => updater::prepared(o, ty),
+        None => updater::zero_object(ty),
     };
-    let new_v = updater::prepared(new, &ty);
-    if !typed::validate_shapes(&new_v, &ty) {
+    let new_v = updater::prepared(new, ty);
+    if !typed::validate_shapes(&new_v, ty) {
         forget(new);
         return;
     }
@@ -121,7 +128,7 @@ pub fn record(
     updater::update(
         &old_v,
         &new_v,
-        &ty,
+        ty,
         &reset_fields(rt, sub),
         &mut managers,
         &me,

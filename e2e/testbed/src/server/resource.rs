@@ -111,6 +111,8 @@ pub struct ResourceType {
     pub storage_version: bool,
     /// The `scale` subresource (custom resources that declare one).
     pub scale: Option<ScalePaths>,
+    /// The structure `managedFields` are computed against, built once.
+    pub managed_type: super::managed::TypeCache,
 }
 
 impl ResourceType {
@@ -372,6 +374,7 @@ pub fn types_from_crd(crd: &Value) -> Vec<ResourceType> {
             table: format!("{group}/{plural}"),
             storage_version: version["storage"].as_bool().unwrap_or(false),
             scale: scale_paths(&version["subresources"]["scale"]),
+            managed_type: Default::default(),
         });
     }
     out

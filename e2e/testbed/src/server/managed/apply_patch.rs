@@ -62,13 +62,13 @@ pub fn serve(
     let ty = type_of(rt);
     let ignore = reset_fields(rt, sub);
     let live_v = match &live {
-        Some(l) => updater::prepared(l, &ty),
-        None => updater::zero_object(&ty),
+        Some(l) => updater::prepared(l, ty),
+        None => updater::zero_object(ty),
     };
     let managers = live.as_ref().map(entries::entries).unwrap_or_default();
     let me = Entry::new(manager, "Apply", &rt.api_version(), sub);
     let run =
-        |force: bool| updater::apply(&live_v, &config, &ty, &ignore, managers.clone(), &me, force);
+        |force: bool| updater::apply(&live_v, &config, ty, &ignore, managers.clone(), &me, force);
     let done = match run(req.force) {
         Ok(d) => d,
         Err(ApplyError::Invalid(e)) => {
@@ -84,7 +84,7 @@ pub fn serve(
             ));
         }
         Err(ApplyError::Conflicts(conflicts)) => {
-            let forgiven = forgiven_conflicts(manager, live.as_ref(), &ty);
+            let forgiven = forgiven_conflicts(manager, live.as_ref(), ty);
             let left: Vec<(Entry, super::Path)> = conflicts
                 .into_iter()
                 .filter(|(_, p)| !forgiven.contains(p))
