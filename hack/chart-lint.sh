@@ -8,15 +8,16 @@
 # Steps:
 #   1. charts/baton/crds/ holds exactly the files of crds/yaml/, byte for byte;
 #   2. `helm lint --strict` in manager mode, worker mode and with every optional part on;
-#   3. `helm template` of six scenarios into target/chart-render/ (or $CHART_RENDER_DIR),
-#      and NOTES.txt rendered for four of them (no unset values);
+#   3. `helm template` of seven scenarios into target/chart-render/ (or $CHART_RENDER_DIR),
+#      and NOTES.txt rendered for five of them (no unset values);
 #   4. a check of every rendered document: YAML that parses, apiVersion/kind/metadata.name,
 #      names and labels Kubernetes accepts, namespaces, no duplicates, the kinds each
 #      scenario must (and must not) contain, and the references between objects (selectors,
 #      port names, ConfigMap, ServiceAccounts, roleRefs, token Secret), the hardened
 #      securityContext, RBAC scoping (Secrets only through a namespaced Role; none for the
-#      worker), the configuration file's field names, and the CRDs rendered as templates
-#      equal to crds/;
+#      worker), the configuration file's field names, the CRDs rendered as templates
+#      equal to crds/, and the Job admission policies (only on CREATE of batch/v1 jobs with
+#      the queue-name label, bound by name, the mutating one only where served or forced);
 #   5. values that values.schema.json or the templates must refuse are refused.
 # Typed validation against the Kubernetes API types is done by `cargo test -p baton-e2e
 # --test chart` (e2e/tests/chart.rs), which renders the same chart.
@@ -55,6 +56,7 @@ crds: {managed: true, keep: true}
 serviceMonitor: {enabled: true, interval: 15s, scrapeTimeout: 5s, labels: {release: prometheus}}
 managerAccess: {enabled: true}
 podDisruptionBudget: {enabled: true, minAvailable: 1}
+jobs: {admissionPolicies: {mutating: true, validating: true}}
 config:
   apiVersion: baton.kueue.x-k8s.io/v1alpha1
   kind: Configuration
@@ -102,6 +104,7 @@ crds: {managed: true, keep: false}
 serviceMonitor: {enabled: true}
 managerAccess: {enabled: true, serviceAccountName: multikueue-manager}
 podDisruptionBudget: {enabled: true, minAvailable: 50%}
+jobs: {admissionPolicies: {mutating: false, validating: false}}
 config:
   singleClusterPreemptionTimeout: 45s
   leaderElection: {enabled: true}
@@ -131,6 +134,8 @@ render worker-access --set mode=worker --set managerAccess.enabled=true
 render full-manager -f "$out/values/full-manager.yaml"
 render full-worker -f "$out/values/full-worker.yaml"
 render manager-include-crds --set mode=manager --include-crds
+# A cluster that serves the v1 MutatingAdmissionPolicy (Kubernetes >= 1.36): mutating=auto installs it.
+render worker-map-served --set mode=worker --api-versions admissionregistration.k8s.io/v1/MutatingAdmissionPolicy
 
 # NOTES.txt: `helm template` renders but does not print it; a copy of the chart prints it
 # as a ConfigMap, so that it can be checked for unset values.
@@ -139,9 +144,10 @@ cp -r "$chart" "$notes_chart"
 { echo '{{- define "baton.lintNotes" }}'; cat "$chart/templates/NOTES.txt"; echo '{{- end }}'; } >"$notes_chart/templates/_lint_notes.tpl"
 printf '%s\n' 'apiVersion: v1' 'kind: ConfigMap' 'metadata: {name: notes}' 'data:' '  notes: |' \
     '    {{- include "baton.lintNotes" . | nindent 4 }}' >"$notes_chart/templates/lint-notes.yaml"
-for f in manager worker-access full-manager full-worker; do
+for f in manager worker-access worker-map-served full-manager full-worker; do
     case $f in
         manager) args=(--set mode=manager) ;;
+        worker-map-served) args=(--set mode=worker --api-versions admissionregistration.k8s.io/v1/MutatingAdmissionPolicy) ;;
         worker-access) args=(--set mode=worker --set managerAccess.enabled=true) ;;
         *) args=(-f "$out/values/$f.yaml") ;;
     esac
@@ -149,6 +155,7 @@ for f in manager worker-access full-manager full-worker; do
         >"$out/values/notes-$f.txt" 2>&1 || { cat "$out/values/notes-$f.txt" >&2; die "NOTES.txt ($f) does not render"; }
     ! grep -q '<no value>' "$out/values/notes-$f.txt" || die "NOTES.txt ($f) prints <no value>"
     grep -q "kubectl -n $ns rollout status" "$out/values/notes-$f.txt" || die "NOTES.txt ($f) lacks the rollout check"
+    grep -q "spec.suspend: true" "$out/values/notes-$f.txt" || die "NOTES.txt ($f) does not say that queued Jobs start suspended"
 done
 rm -rf "$notes_chart"
 
@@ -177,7 +184,12 @@ DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 LABEL_KEY_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Namespace", "PriorityClass"}
+POLICY_KINDS = {"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
+                "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Namespace",
+                  "PriorityClass"} | POLICY_KINDS
+QUEUED = "has(object.metadata.labels) && 'kueue.x-k8s.io/queue-name' in object.metadata.labels"
+JOB_RULES = [{"apiGroups": ["batch"], "apiVersions": ["v1"], "resources": ["jobs"], "operations": ["CREATE"]}]
 # Kinds whose names must be DNS-1123 labels (63 characters) rather than subdomains.
 LABEL_NAMED = {"Service", "Deployment", "Namespace"}
 CONFIG_FIELDS = {
@@ -191,19 +203,25 @@ DURATION_FIELDS = ["singleClusterPreemptionTimeout", "workerLostTimeout", "gcInt
 # What each scenario must contain (kind -> count) and must not contain.
 EXPECT = {
     "manager": ({"ServiceAccount": 1, "ConfigMap": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
-                 "Role": 1, "RoleBinding": 1, "Service": 1, "Deployment": 1},
-                {"ServiceMonitor", "PodDisruptionBudget", "Secret", "CustomResourceDefinition"}),
+                 "Role": 1, "RoleBinding": 1, "Service": 1, "Deployment": 1,
+                 "ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1},
+                {"ServiceMonitor", "PodDisruptionBudget", "Secret", "CustomResourceDefinition",
+                 "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}),
     "worker": ({"ServiceAccount": 1, "ConfigMap": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
-                "Role": 1, "RoleBinding": 1, "Service": 1, "Deployment": 1},
-               {"ServiceMonitor", "PodDisruptionBudget", "Secret", "CustomResourceDefinition"}),
+                "Role": 1, "RoleBinding": 1, "Service": 1, "Deployment": 1,
+                "ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1},
+               {"ServiceMonitor", "PodDisruptionBudget", "Secret", "CustomResourceDefinition",
+                "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}),
+    "worker-map-served": ({k: 1 for k in POLICY_KINDS}, set()),
     "worker-access": ({"ServiceAccount": 2, "Secret": 1, "ClusterRole": 2, "ClusterRoleBinding": 2,
                        "Role": 1, "RoleBinding": 1, "Deployment": 1}, {"CustomResourceDefinition"}),
     "full-manager": ({"ServiceAccount": 2, "Secret": 1, "ClusterRole": 2, "ClusterRoleBinding": 2,
                       "Role": 1, "RoleBinding": 1, "ServiceMonitor": 1, "PodDisruptionBudget": 1,
-                      "CustomResourceDefinition": 8, "Deployment": 1}, set()),
+                      "CustomResourceDefinition": 8, "Deployment": 1,
+                      **{k: 1 for k in POLICY_KINDS}}, set()),
     "full-worker": ({"ServiceAccount": 2, "Secret": 1, "ClusterRole": 2, "ClusterRoleBinding": 2,
                      "ServiceMonitor": 1, "PodDisruptionBudget": 1, "CustomResourceDefinition": 8,
-                     "Deployment": 1}, set()),
+                     "Deployment": 1}, POLICY_KINDS),
     "manager-include-crds": ({"CustomResourceDefinition": 8, "Deployment": 1}, set()),
 }
 
@@ -428,6 +446,43 @@ for path in sorted(glob.glob(os.path.join(out, "*.yaml"))):
         if s.get("data") or s.get("stringData"):
             err(scenario, f"{sw}: a token Secret must be left for the token controller to fill")
 
+    # Job admission policies: CREATE of batch/v1 jobs, queued ones only, failing closed, bound
+    # by name; the mutating one sets spec.suspend and nothing else.
+    for kind in ("MutatingAdmissionPolicy", "ValidatingAdmissionPolicy"):
+        for p in by_kind.get(kind, []):
+            pw = f"{kind}/{p['metadata']['name']}"
+            spec = p.get("spec", {})
+            if p.get("apiVersion") != "admissionregistration.k8s.io/v1":
+                err(scenario, f"{pw}: apiVersion {p.get('apiVersion')}")
+            if spec.get("matchConstraints", {}).get("resourceRules") != JOB_RULES:
+                err(scenario, f"{pw}: matches {spec.get('matchConstraints')}, not CREATE of batch/v1 jobs")
+            if [c.get("expression") for c in spec.get("matchConditions", [])] != [QUEUED]:
+                err(scenario, f"{pw}: matchConditions {spec.get('matchConditions')} do not select queued Jobs")
+            if spec.get("failurePolicy") != "Fail":
+                err(scenario, f"{pw}: failurePolicy is not Fail")
+            if spec.get("paramKind"):
+                err(scenario, f"{pw}: takes no parameters")
+            bindings = [b for b in by_kind.get(kind + "Binding", []) if b["spec"].get("policyName") == p["metadata"]["name"]]
+            if len(bindings) != 1:
+                err(scenario, f"{pw}: bound {len(bindings)} times")
+            if kind == "MutatingAdmissionPolicy":
+                if spec.get("reinvocationPolicy") != "Never":
+                    err(scenario, f"{pw}: reinvocationPolicy is not Never")
+                if spec.get("mutations") != [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": "Object{spec: Object.spec{suspend: true}}"}}]:
+                    err(scenario, f"{pw}: mutations {spec.get('mutations')} do not set spec.suspend")
+            else:
+                vals = spec.get("validations", [])
+                if len(vals) != 1 or "suspend" not in vals[0].get("expression", ""):
+                    err(scenario, f"{pw}: validations {vals} do not check spec.suspend")
+                elif "\n" in vals[0].get("message", "") or "spec.suspend: true" not in vals[0].get("message", ""):
+                    err(scenario, f"{pw}: the message must be one line that says to set spec.suspend: true")
+    for kind in ("MutatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBinding"):
+        for b in by_kind.get(kind, []):
+            if b["spec"].get("policyName") not in names(kind[:-len("Binding")]):
+                err(scenario, f"{kind}/{b['metadata']['name']}: binds {b['spec'].get('policyName')!r}, which is not rendered")
+            if kind.startswith("Validating") and b["spec"].get("validationActions") != ["Deny"]:
+                err(scenario, f"{kind}/{b['metadata']['name']}: validationActions are not [Deny]")
+
     for crd in by_kind.get("CustomResourceDefinition", []):
         name = crd["metadata"]["name"]
         if name not in CRDS:
@@ -463,5 +518,8 @@ refuse "replicas > 1 needs leader election" --set replicas=2 --set config.leader
 refuse "ports must differ" --set ports.metrics=8080 --set ports.health=8080
 refuse "unknown top-level value" --set replicaCount=2
 refuse "serviceAccount.name needed" --set serviceAccount.create=false
+refuse "mutating policy: auto, true or false" --set jobs.admissionPolicies.mutating=sometimes
+refuse "validating policy: a boolean" --set-string jobs.admissionPolicies.validating=yes
+refuse "unknown jobs value" --set jobs.suspend=true
 
 say "OK ($(ls "$out"/*.yaml | wc -l) renders in $out)"

@@ -160,6 +160,7 @@ fn main() {
                         queue: i % QUEUES,
                         usage: Vec::new(),
                         admitted_at: at(0),
+                        evicting: false,
                     },
                     vec![("default".into(), "cpu".into(), 1000)],
                 )
@@ -277,6 +278,7 @@ fn main() {
                     queue: p.queue,
                     usage: Vec::new(),
                     admitted_at: at(100_000 + cycles),
+                    evicting: false,
                 },
                 vec![("default".into(), "cpu".into(), cpu)],
             ));

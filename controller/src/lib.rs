@@ -4,6 +4,7 @@ pub mod cli;
 pub mod config;
 pub mod crds_cmd;
 pub mod http;
+pub mod jobs;
 pub mod leader;
 pub mod logging;
 pub mod manager;

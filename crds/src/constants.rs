@@ -53,3 +53,22 @@ pub mod toleration {
     /// Upper bound of `allow-disruption-by-priority-greater-than-or-equal` (user priorities end here).
     pub const MAX_ALLOW_DISRUPTION_PRIORITY: i64 = 2_000_000_000;
 }
+
+/// Labels and annotations of Kueue's batch/v1 Job integration (DESIGN.md §8).
+pub mod job {
+    /// The LocalQueue a Job is submitted to; a Job without it is not Baton's business.
+    pub const QUEUE_NAME_LABEL: &str = "kueue.x-k8s.io/queue-name";
+    /// The WorkloadPriorityClass of a Job's Workload.
+    pub const PRIORITY_CLASS_LABEL: &str = "kueue.x-k8s.io/priority-class";
+    /// Binds a Job to an existing Workload (the MultiKueue replica) instead of creating one.
+    /// Accepted as a label or as an annotation.
+    pub const PREBUILT_WORKLOAD_LABEL: &str = "kueue.x-k8s.io/prebuilt-workload-name";
+    /// `spec.managedBy` of a Job the MultiKueue manager dispatches to a worker.
+    pub const MULTIKUEUE_MANAGED_BY: &str = "kueue.x-k8s.io/multikueue";
+    /// `spec.managedBy` of a Job left to the built-in Job controller (same as no value).
+    pub const JOB_CONTROLLER_MANAGED_BY: &str = "kubernetes.io/job-controller";
+    /// The uid of the Job a Workload was created for (a label on the Workload).
+    pub const JOB_UID_LABEL: &str = "kueue.x-k8s.io/job-uid";
+    /// The pod set of a Job's Workload.
+    pub const POD_SET_NAME: &str = "main";
+}

@@ -25,7 +25,8 @@ pub const RBAC_KINDS: [&str; 6] = [
     "ClusterRoleBinding",
 ];
 
-/// The label that tells the chart's parts apart: `manager`, `worker` or `manager-access`.
+/// The label that tells the chart's parts apart: `manager`, `worker`, `manager-access`, or
+/// `job-admission` (the admission policies for queued Jobs).
 pub const COMPONENT_LABEL: &str = "app.kubernetes.io/component";
 
 /// The chart's directory.

@@ -5,5 +5,6 @@
 pub mod chart;
 pub mod demo;
 pub mod harness;
+pub mod jobs;
 pub mod multikueue;
 pub mod workers;

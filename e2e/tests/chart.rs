@@ -6,7 +6,11 @@
 //!   misspelt or misplaced field, or a value of the wrong type, fails.
 //! - The Deployment is hardened, its arguments are accepted by `baton`'s own command line,
 //!   its configuration file loads in `baton`, and RBAC is least privilege (the manager reads
-//!   Secrets only through a Role in its namespace; the worker shim reads none).
+//!   Secrets only through a Role in its namespace; the worker shim reads none; Jobs get
+//!   exactly the verbs each identity needs).
+//! - The admission policies that keep queued Jobs suspended render as the values say (the
+//!   mutating one where the cluster serves it or when forced), their CEL compiles and selects
+//!   exactly the queued Jobs, and the chart lints clean with them.
 //! - hack/connect-worker.sh turns a worker's manager-access token Secret into the manager's
 //!   kubeconfig Secret and MultiKueueCluster (against testbed clusters), and that kubeconfig
 //!   passes the manager's own checks and reaches the worker.
@@ -24,7 +28,12 @@ use baton::cli::{Cli, Command as BatonCommand};
 use baton::config::{Configuration, DispatcherName, parse_bind_address};
 use baton_testbed::server::TestCluster;
 use clap::Parser;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding,
+};
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
@@ -386,6 +395,18 @@ fn manager_mode_is_hardened_and_least_privilege() {
         );
     }
     assert!(verbs(rules, "coordination.k8s.io", "leases").is_empty());
+    // MultiKueue Jobs: read, and their status mirrored from the worker's copy; nothing else.
+    assert_eq!(
+        verbs(rules, "batch", "jobs"),
+        set(&["get", "list", "watch"])
+    );
+    assert_eq!(verbs(rules, "batch", "jobs/status"), status);
+    // Its Workload's owner reference blocks the Job's deletion.
+    assert_eq!(verbs(rules, "batch", "jobs/finalizers"), set(&["update"]));
+    assert!(
+        verbs(rules, "", "pods").is_empty(),
+        "the manager reads no Pod"
+    );
     let crb = render.one("ClusterRoleBinding");
     assert_eq!(
         crb["roleRef"]["name"],
@@ -435,9 +456,26 @@ fn worker_mode_reads_no_secret() {
     let k = "kueue.x-k8s.io";
     let read = set(&["get", "list", "watch"]);
     let status = set(&["get", "update", "patch"]);
+    // A Workload per queued Job (create), orphans removed (delete).
     assert_eq!(
         verbs(rules, k, "workloads"),
+        set(&[
+            "get", "list", "watch", "create", "update", "patch", "delete"
+        ])
+    );
+    // Jobs suspended, unsuspended and given their flavors' placement; never created or
+    // deleted, and no Pod read.
+    assert_eq!(
+        verbs(rules, "batch", "jobs"),
         set(&["get", "list", "watch", "update", "patch"])
+    );
+    // Only to clear a suspended Job's startTime, so its template can be restored.
+    assert_eq!(verbs(rules, "batch", "jobs/status"), set(&["patch"]));
+    // Owner references that block the Job's deletion.
+    assert_eq!(verbs(rules, "batch", "jobs/finalizers"), set(&["update"]));
+    assert!(
+        verbs(rules, "", "pods").is_empty(),
+        "the worker reads no Pod"
     );
     for resource in ["workloads", "clusterqueues", "localqueues"] {
         assert_eq!(
@@ -525,8 +563,15 @@ fn manager_access_gives_the_manager_a_token_and_only_workload_rights() {
     for group in ["", "events.k8s.io"] {
         assert_eq!(verbs(rules, group, "events"), set(&["create", "patch"]));
     }
+    // The copy of a MultiKueue Job on the worker that won it: created, watched, deleted; its
+    // status only read.
+    assert_eq!(
+        verbs(rules, "batch", "jobs"),
+        set(&["get", "list", "watch", "create", "delete"])
+    );
+    assert!(verbs(rules, "batch", "jobs/status").is_empty());
     let granted: usize = rules.as_array().map_or(0, |r| r.len());
-    assert_eq!(granted, 4, "nothing else: {rules}");
+    assert_eq!(granted, 5, "nothing else: {rules}");
     assert_no_cluster_wide_secrets(&render);
 }
 
@@ -539,6 +584,7 @@ crds: {managed: true}
 serviceMonitor: {enabled: true, interval: 15s, scrapeTimeout: 5s, labels: {release: prometheus}}
 managerAccess: {enabled: true}
 podDisruptionBudget: {enabled: true, minAvailable: 1}
+jobs: {admissionPolicies: {mutating: true, validating: true}}
 config:
   apiVersion: baton.kueue.x-k8s.io/v1alpha1
   kind: Configuration
@@ -767,6 +813,18 @@ fn validate(doc: &Value) -> Vec<String> {
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => {
             round_trip::<CustomResourceDefinition>(doc)
         }
+        ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicy") => {
+            round_trip::<MutatingAdmissionPolicy>(doc)
+        }
+        ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicyBinding") => {
+            round_trip::<MutatingAdmissionPolicyBinding>(doc)
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy") => {
+            round_trip::<ValidatingAdmissionPolicy>(doc)
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding") => {
+            round_trip::<ValidatingAdmissionPolicyBinding>(doc)
+        }
         ("monitoring.coreos.com/v1", "ServiceMonitor") => {
             // Not a Kubernetes type: the fields the Prometheus Operator reads.
             let mut out = Vec::new();
@@ -796,7 +854,7 @@ fn every_rendered_object_is_a_valid_kubernetes_object() {
     let helm = helm_or_skip!();
     let values = full_values_file();
     let path = values.path().to_str().expect("UTF-8 path");
-    let scenarios: [&[&str]; 6] = [
+    let scenarios: [&[&str]; 7] = [
         &["--set", "mode=manager"],
         &["--set", "mode=worker"],
         &[
@@ -808,6 +866,7 @@ fn every_rendered_object_is_a_valid_kubernetes_object() {
         &["--set", "mode=manager", "-f", path],
         &["--set", "mode=worker", "-f", path],
         &["--set", "mode=manager", "--include-crds"],
+        &["--set", "mode=worker", "--api-versions", MAP_API],
     ];
     let mut problems = Vec::new();
     let mut kinds = BTreeSet::new();
@@ -834,6 +893,8 @@ fn every_rendered_object_is_a_valid_kubernetes_object() {
         "ConfigMap",
         "CustomResourceDefinition",
         "Deployment",
+        "MutatingAdmissionPolicy",
+        "MutatingAdmissionPolicyBinding",
         "PodDisruptionBudget",
         "Role",
         "RoleBinding",
@@ -841,8 +902,441 @@ fn every_rendered_object_is_a_valid_kubernetes_object() {
         "Service",
         "ServiceAccount",
         "ServiceMonitor",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
     ];
     assert_eq!(kinds, set(&all));
+}
+
+// ---- the admission policies that keep queued Jobs suspended
+
+/// What `helm template --api-versions` passes for a cluster that serves the v1
+/// MutatingAdmissionPolicy (Kubernetes 1.36 and newer); `helm install` learns it from
+/// discovery.
+const MAP_API: &str = "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy";
+const QUEUED: &str =
+    "has(object.metadata.labels) && 'kueue.x-k8s.io/queue-name' in object.metadata.labels";
+
+/// The kinds of the admission policies `args` render, sorted.
+fn policy_kinds(render: &Render) -> Vec<String> {
+    let mut kinds: Vec<String> = render
+        .docs
+        .iter()
+        .filter_map(|d| d["kind"].as_str())
+        .filter(|k| k.ends_with("AdmissionPolicy") || k.ends_with("AdmissionPolicyBinding"))
+        .map(String::from)
+        .collect();
+    kinds.sort();
+    kinds
+}
+
+#[test]
+fn job_admission_policies_render_as_the_values_say() {
+    let helm = helm_or_skip!();
+    let map = ["MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"];
+    let vap = [
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    ];
+    let both: Vec<&str> = map.iter().chain(&vap).copied().collect();
+    let served = ["--api-versions", MAP_API];
+    let cases: [(&[&str], &[&str]); 8] = [
+        // auto: only where the API is served.
+        (&["--set", "mode=manager"], &vap),
+        (&["--set", "mode=manager", served[0], served[1]], &both),
+        (&["--set", "mode=worker", served[0], served[1]], &both),
+        // true forces it, false leaves it out even where served.
+        (&["--set", "jobs.admissionPolicies.mutating=true"], &both),
+        (
+            &[
+                "--set",
+                "jobs.admissionPolicies.mutating=false",
+                served[0],
+                served[1],
+            ],
+            &vap,
+        ),
+        (
+            &[
+                "--set",
+                "jobs.admissionPolicies.validating=false",
+                served[0],
+                served[1],
+            ],
+            &map,
+        ),
+        (
+            &[
+                "--set",
+                "jobs.admissionPolicies.validating=false",
+                "--set",
+                "jobs.admissionPolicies.mutating=auto",
+            ],
+            &[],
+        ),
+        (
+            &[
+                "--set",
+                "mode=worker",
+                "--set",
+                "jobs.admissionPolicies.validating=false",
+                "--set",
+                "jobs.admissionPolicies.mutating=false",
+                served[0],
+                served[1],
+            ],
+            &[],
+        ),
+    ];
+    for (args, expected) in cases {
+        let render = Render::new(&helm, args);
+        let mut expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+        expected.sort();
+        assert_eq!(policy_kinds(&render), expected, "{args:?}");
+    }
+
+    // Named after the release (they are cluster-scoped), labelled, and bound by name.
+    let render = Render::new(
+        &helm,
+        &[
+            "--set",
+            "fullnameOverride=team-a-baton",
+            served[0],
+            served[1],
+        ],
+    );
+    let mutating = render.one("MutatingAdmissionPolicy");
+    let validating = render.one("ValidatingAdmissionPolicy");
+    for policy in [mutating, validating] {
+        let name = policy["metadata"]["name"].as_str().expect("name");
+        assert!(name.starts_with("team-a-baton-"), "{name}");
+        assert!(policy["metadata"]["namespace"].is_null(), "cluster-scoped");
+        assert_eq!(
+            policy["metadata"]["labels"]["app.kubernetes.io/component"],
+            "job-admission"
+        );
+        let binding_kind = format!("{}Binding", policy["kind"].as_str().expect("kind"));
+        let binding = render.one(&binding_kind);
+        assert_eq!(binding["spec"]["policyName"], name, "{binding_kind}");
+        assert!(binding["spec"]["paramRef"].is_null());
+        let spec = &policy["spec"];
+        assert_eq!(
+            spec["matchConstraints"]["resourceRules"],
+            json!([{"apiGroups": ["batch"], "apiVersions": ["v1"], "resources": ["jobs"],
+                    "operations": ["CREATE"]}]),
+            "{name}: only Job creation (the shim unsuspends Jobs with updates)"
+        );
+        assert_eq!(
+            spec["matchConditions"],
+            json!([{"name": "queued", "expression": QUEUED}])
+        );
+        assert_eq!(spec["failurePolicy"], "Fail", "{name}");
+        assert!(spec["paramKind"].is_null());
+    }
+    assert_eq!(mutating["spec"]["reinvocationPolicy"], "Never");
+    assert_eq!(
+        mutating["spec"]["mutations"],
+        json!([{"patchType": "ApplyConfiguration",
+                "applyConfiguration": {"expression": "Object{spec: Object.spec{suspend: true}}"}}])
+    );
+    assert_eq!(
+        render.one("ValidatingAdmissionPolicyBinding")["spec"]["validationActions"],
+        json!(["Deny"])
+    );
+    let message = validating["spec"]["validations"][0]["message"]
+        .as_str()
+        .expect("a message");
+    assert!(
+        !message.contains('\n'),
+        "kube-apiserver refuses line breaks: {message:?}"
+    );
+    for says in ["kueue.x-k8s.io/queue-name", "spec.suspend: true", "1.36"] {
+        assert!(
+            message.contains(says),
+            "the message does not say {says:?}: {message}"
+        );
+    }
+
+    // Values the schema refuses.
+    for args in [
+        &["--set", "jobs.admissionPolicies.mutating=sometimes"][..],
+        &["--set-string", "jobs.admissionPolicies.validating=yes"],
+        &["--set", "jobs.webhook=true"],
+    ] {
+        assert!(
+            !helm_template(&helm, args).status.success(),
+            "helm template accepted {args:?}"
+        );
+    }
+}
+
+/// Evaluates the boolean CEL `expression` with `object` bound as kube-apiserver binds it:
+/// Kubernetes' CEL library (kube-cel), map keys as they are. (kube-cel's own VapEvaluator
+/// escapes every map key as if it were a schema property name, so it cannot see a label key
+/// such as `kueue.x-k8s.io/queue-name`.)
+fn cel_bool(expression: &str, object: &Value) -> bool {
+    use kube_cel::KubeCelExt;
+    use kube_cel::cel::{Context, Program, Value as Cel, to_value};
+    let program = Program::compile(expression)
+        .unwrap_or_else(|e| panic!("{expression:?} does not compile: {e}"));
+    let mut ctx = Context::default();
+    ctx.register_all();
+    ctx.add_variable_from_value("object", to_value(object).expect("a CEL value"));
+    match program.execute(&ctx) {
+        Ok(Cel::Bool(b)) => b,
+        other => panic!("{expression:?} on {object}: {other:?}"),
+    }
+}
+
+/// The policies' CEL: the match condition selects exactly the queued Jobs, and the
+/// validation passes exactly the suspended ones.
+#[test]
+fn job_admission_policy_cel_selects_queued_jobs_and_checks_suspend() {
+    let helm = helm_or_skip!();
+    let render = Render::new(&helm, &["--api-versions", MAP_API]);
+    let policy = render.one("ValidatingAdmissionPolicy");
+    let condition = policy["spec"]["matchConditions"][0]["expression"]
+        .as_str()
+        .expect("a match condition");
+    let validation = policy["spec"]["validations"][0]["expression"]
+        .as_str()
+        .expect("a validation");
+    // The mutating policy shares the match condition.
+    assert_eq!(
+        render.one("MutatingAdmissionPolicy")["spec"]["matchConditions"][0]["expression"],
+        condition
+    );
+
+    let job = |labels: Value, suspend: Option<bool>| {
+        let mut job = json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "pi", "namespace": "team-a"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "pi", "image": "perl"}]}}}});
+        if !labels.is_null() {
+            job["metadata"]["labels"] = labels;
+        }
+        if let Some(suspend) = suspend {
+            job["spec"]["suspend"] = json!(suspend);
+        }
+        job
+    };
+    let queued = json!({"kueue.x-k8s.io/queue-name": "user-queue", "app": "pi"});
+    // (job, matched, passes validation)
+    let cases = [
+        (job(queued.clone(), None), true, false),
+        (job(queued.clone(), Some(false)), true, false),
+        (job(queued.clone(), Some(true)), true, true),
+        (
+            job(json!({"kueue.x-k8s.io/queue-name": ""}), None),
+            true,
+            false,
+        ),
+        (job(json!({"app": "pi"}), None), false, false),
+        (
+            job(json!({"kueue.x-k8s.io/priority-class": "high"}), None),
+            false,
+            false,
+        ),
+        (job(json!({}), Some(false)), false, false),
+        (job(Value::Null, None), false, false),
+    ];
+    for (object, matched, valid) in cases {
+        assert_eq!(cel_bool(condition, &object), matched, "match {object}");
+        if matched {
+            assert_eq!(cel_bool(validation, &object), valid, "validate {object}");
+        }
+    }
+}
+
+#[test]
+fn chart_lints_clean_with_the_job_admission_policies() {
+    let helm = helm_or_skip!();
+    for args in [
+        &["--set", "mode=manager"][..],
+        // (`helm lint` takes no --api-versions: force the mutating policy instead.)
+        &[
+            "--set",
+            "mode=worker",
+            "--set",
+            "jobs.admissionPolicies.mutating=true",
+            "--kube-version",
+            "1.36.2",
+        ],
+        &["--set", "jobs.admissionPolicies.mutating=true"],
+        &[
+            "--set",
+            "mode=worker",
+            "--set",
+            "jobs.admissionPolicies.validating=false",
+        ],
+    ] {
+        let out = Command::new(&helm)
+            .args(["lint", "--strict"])
+            .arg(chart_dir())
+            .args(["--namespace", NS])
+            .args(args)
+            .output()
+            .expect("helm runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "helm lint --strict {args:?}:\n{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("0 chart(s) failed"), "{args:?}: {stdout}");
+        assert!(!stdout.contains("[WARNING]"), "{args:?}: {stdout}");
+    }
+}
+
+/// A batch/v1 Job of one pod in `namespace`, with `labels`, and `spec.suspend` when given.
+fn job_doc(name: &str, namespace: &str, labels: Value, suspend: Option<bool>) -> Value {
+    let mut job = json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "busybox", "command": ["true"]}]}}}});
+    if let Some(suspend) = suspend {
+        job["spec"]["suspend"] = json!(suspend);
+    }
+    job
+}
+
+/// Creates the Job `doc`; the created Job, or the API's refusal.
+async fn create_job(client: &kube::Client, doc: &Value) -> Result<Job, kube::Error> {
+    let job: Job = serde_json::from_value(doc.clone()).expect("a Job");
+    let namespace = doc["metadata"]["namespace"].as_str().expect("namespace");
+    kube::Api::<Job>::namespaced(client.clone(), namespace)
+        .create(&Default::default(), &job)
+        .await
+}
+
+fn suspend_of(job: &Job) -> Option<bool> {
+    job.spec.as_ref().and_then(|s| s.suspend)
+}
+
+/// The chart's admission policies installed on a cluster: with both (Kubernetes 1.36 and
+/// newer), a queued Job created unsuspended comes back suspended; with only the validating
+/// one, it is refused with the chart's message; a Job without the queue-name label is left
+/// alone either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_charts_policies_keep_queued_jobs_suspended_on_a_cluster() {
+    let helm = helm_or_skip!();
+    let render = Render::new(&helm, &["--set", "mode=worker", "--api-versions", MAP_API]);
+    let both: Vec<Value> = render
+        .docs
+        .iter()
+        .filter(|d| baton_e2e::chart::component(d) == "job-admission")
+        .cloned()
+        .collect();
+    assert_eq!(both.len(), 4, "{both:?}");
+    let validating_only: Vec<Value> = both
+        .iter()
+        .filter(|d| {
+            d["kind"]
+                .as_str()
+                .is_some_and(|k| k.starts_with("Validating"))
+        })
+        .cloned()
+        .collect();
+    let message = render.one("ValidatingAdmissionPolicy")["spec"]["validations"][0]["message"]
+        .as_str()
+        .expect("message")
+        .to_string();
+    let ns = "team-a";
+    let queued = json!({"kueue.x-k8s.io/queue-name": "user-queue"});
+    let unqueued = json!({"app": "pi"});
+    const WAIT: Duration = Duration::from_secs(30);
+
+    for (cluster_name, policies) in [("chart-map", &both), ("chart-vap", &validating_only)] {
+        let mutating = policies.len() == 4;
+        let cluster = TestCluster::start_named(cluster_name).await.expect("start");
+        cluster
+            .apply_object(
+                "",
+                "v1",
+                "namespaces",
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            )
+            .expect("namespace");
+        let client = cluster.client().expect("client");
+        baton_e2e::chart::install(&client, policies)
+            .await
+            .expect("install the policies");
+
+        // Policies take effect once the API server has loaded them (on a real one, after a
+        // moment, each on its own): probe with queued, unsuspended Jobs until one is mutated
+        // (both installed) or refused (validating only).
+        let until = tokio::time::Instant::now() + WAIT;
+        for attempt in 0.. {
+            let probe = job_doc(&format!("probe-{attempt}"), ns, queued.clone(), None);
+            let effective = match create_job(&client, &probe).await {
+                Ok(job) => mutating && suspend_of(&job) == Some(true),
+                Err(kube::Error::Api(s)) if s.code == 422 => !mutating,
+                Err(kube::Error::Api(_)) => false,
+                Err(e) => panic!("{cluster_name}: creating a probe Job: {e}"),
+            };
+            if effective {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < until,
+                "{cluster_name}: the policies took no effect within {WAIT:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+
+        // A queued Job created without spec.suspend, and one with suspend: false.
+        for (name, suspend) in [("queued-unset", None), ("queued-false", Some(false))] {
+            let created = create_job(&client, &job_doc(name, ns, queued.clone(), suspend)).await;
+            if mutating {
+                let job = created.unwrap_or_else(|e| panic!("{cluster_name}: {name}: {e}"));
+                assert_eq!(suspend_of(&job), Some(true), "{cluster_name}: {name}");
+                let stored = kube::Api::<Job>::namespaced(client.clone(), ns)
+                    .get(name)
+                    .await
+                    .expect("stored");
+                assert_eq!(
+                    suspend_of(&stored),
+                    Some(true),
+                    "{cluster_name}: {name} stored"
+                );
+            } else {
+                let refused = created.expect_err("an unsuspended queued Job must be refused");
+                let kube::Error::Api(status) = &refused else {
+                    panic!("{cluster_name}: {name}: not an API refusal: {refused}");
+                };
+                assert_eq!(status.code, 422, "{status:?}");
+                assert!(
+                    status.message.contains(&message),
+                    "{cluster_name}: {name}: the refusal does not carry the chart's message: {}",
+                    status.message
+                );
+                assert!(
+                    status.message.contains("queued-jobs-suspended"),
+                    "names the policy: {}",
+                    status.message
+                );
+            }
+        }
+        // A queued Job created suspended passes both.
+        let job = create_job(
+            &client,
+            &job_doc("queued-true", ns, queued.clone(), Some(true)),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{cluster_name}: a suspended queued Job: {e}"));
+        assert_eq!(suspend_of(&job), Some(true));
+        // Jobs that are not queued are untouched (the API's default, suspend: false).
+        for (name, labels) in [("plain", unqueued.clone()), ("no-labels", Value::Null)] {
+            let job = create_job(&client, &job_doc(name, ns, labels, None))
+                .await
+                .unwrap_or_else(|e| panic!("{cluster_name}: an unqueued Job refused: {e}"));
+            assert_ne!(
+                suspend_of(&job),
+                Some(true),
+                "{cluster_name}: {name} suspended"
+            );
+        }
+    }
 }
 
 // ---- hack/connect-worker.sh against testbed clusters
@@ -864,6 +1358,8 @@ fn manager_access_by_hand() -> Vec<Value> {
                  "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
                 {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"],
                  "verbs": ["get", "update", "patch"]},
+                {"apiGroups": ["batch"], "resources": ["jobs"],
+                 "verbs": ["get", "list", "watch", "create", "delete"]},
                 {"apiGroups": ["", "events.k8s.io"], "resources": ["events"],
                  "verbs": ["create", "patch"]}]}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",

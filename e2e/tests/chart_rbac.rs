@@ -8,9 +8,11 @@
 //!   reads hold a kubeconfig built from the chart's token Secret, nothing else);
 //! - each worker shim as the chart's worker ServiceAccount on its cluster.
 //!
-//! With the chart as it is, the whole KEP-8303 flow works and no controller is ever denied
-//! anything. With one verb the controllers need taken out of the rendered rules, the flow
-//! fails, and fails with a 403 naming that verb.
+//! With the chart as it is, the whole KEP-8303 flow works, and so does the batch/v1 Job flow
+//! (a Workload per Job, unsuspension on admission, the MultiKueue copy on the winner, its
+//! status mirrored, its deletion), and no controller is ever denied anything. With one verb
+//! the controllers need taken out of the rendered rules, the flow fails, and fails with a
+//! 403 naming that verb.
 //!
 //! Rendering needs Helm 3: `$HELM`, else `helm` on PATH; without it the tests print
 //! "skipped: no helm" and pass.
@@ -32,8 +34,9 @@ use baton_e2e::harness::service_account::token_kubeconfig;
 use baton_e2e::multikueue::{Env, eventually};
 use baton_e2e::workers::{is_admitted, is_evicted, is_gated};
 use futures::StreamExt;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Secret};
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 
@@ -586,5 +589,439 @@ async fn a_manager_without_a_verb_it_needs_dispatches_nothing() {
     assert!(
         env.replica(1, "high").await.is_none(),
         "a replica was created without the permission"
+    );
+}
+
+// ---- batch/v1 Jobs (DESIGN.md §8) with the chart's permissions
+
+const JOB_GROUP: &str = "batch";
+const QUEUE_NAME_LABEL: &str = "kueue.x-k8s.io/queue-name";
+const PREBUILT_WORKLOAD_LABEL: &str = "kueue.x-k8s.io/prebuilt-workload-name";
+
+/// A queued Job of one 1-CPU pod, created suspended (as the chart's admission policies
+/// require); `managed_by` is `kueue.x-k8s.io/multikueue` for a manager Job.
+fn queued_job(name: &str, namespace: &str, managed_by: Option<&str>) -> Job {
+    serde_json::from_value(json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace,
+                     "labels": {QUEUE_NAME_LABEL: "user-queue"}},
+        "spec": {"suspend": true, "managedBy": managed_by, "parallelism": 1, "completions": 1,
+            "template": {"spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+                "containers": [{"name": "main", "image": "busybox",
+                    "resources": {"requests": {"cpu": "1"}}}]}}},
+    }))
+    .expect("a Job")
+}
+
+fn jobs(client: kube::Client, namespace: &str) -> Api<Job> {
+    Api::namespaced(client, namespace)
+}
+
+async fn create_job(client: kube::Client, job: &Job) -> Job {
+    let namespace = job.metadata.namespace.as_deref().expect("a namespace");
+    jobs(client, namespace)
+        .create(&PostParams::default(), job)
+        .await
+        .expect("create the Job")
+}
+
+fn is_suspended(job: &Job) -> bool {
+    job.spec.as_ref().and_then(|s| s.suspend) == Some(true)
+}
+
+/// The Workloads on `api` owned by the Job `job` (by uid).
+async fn workloads_of(api: &Api<Workload>, job: &Job) -> Vec<Workload> {
+    let uid = job.metadata.uid.clone();
+    api.list(&Default::default())
+        .await
+        .map(|list| {
+            list.items
+                .into_iter()
+                .filter(|wl| {
+                    wl.metadata
+                        .owner_references
+                        .iter()
+                        .flatten()
+                        .any(|o| o.kind == "Job" && Some(&o.uid) == uid.as_ref())
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Waits until the controller's log shows a 403 for `verb` on `resource`, and returns the
+/// first such line.
+async fn denied(process: &Controller, verb: &str, resource: &str) -> String {
+    let needle = format!(r#"cannot {verb} resource "{resource}""#);
+    eventually(
+        WAIT,
+        &format!("{} refused {verb} on {resource}", process.name),
+        || async {
+            let log = process.log_text();
+            denials(&log)
+                .into_iter()
+                .find(|l| l.contains(&needle))
+                .map(String::from)
+        },
+    )
+    .await
+}
+
+/// The whole Job flow with the chart's permissions only: the worker shim gives a local
+/// queued Job a Workload (`workloads` create) and unsuspends it (`jobs` update/patch); the
+/// manager gives a MultiKueue Job a Workload, creates its copy on the winner only
+/// (manager-access `jobs` create), mirrors the copy's status (`jobs/status` on the
+/// manager) and deletes the copy with the manager Job (manager-access `jobs` delete).
+/// Nobody is denied anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_run_with_only_the_charts_permissions() {
+    let Some(helm) = helm_or_skip() else { return };
+    let mut ce = ChartEnv::start(&helm, 2, |_, _| {}).await;
+    for i in 1..=2 {
+        ce.start_worker(i);
+    }
+    ce.start_manager();
+    ce.clusters_active().await;
+    let env = &ce.env;
+    let ns = env.namespace.clone();
+
+    // A Job queued on worker 1 directly: the shim creates its Workload, admits it and
+    // unsuspends the Job.
+    let local = create_job(env.worker_client(1), &queued_job("local", &ns, None)).await;
+    let worker_workloads = env.worker_workloads(1);
+    eventually(WAIT, "the local Job's Workload admitted", || async {
+        let wls = workloads_of(&worker_workloads, &local).await;
+        wls.iter().any(is_admitted).then_some(())
+    })
+    .await;
+    eventually(WAIT, "the local Job unsuspended", || async {
+        let job = jobs(env.worker_client(1), &ns)
+            .get_opt("local")
+            .await
+            .ok()??;
+        (!is_suspended(&job)).then_some(())
+    })
+    .await;
+
+    // A MultiKueue Job on the manager: a manager Workload, a copy on the winner only.
+    let remote = create_job(
+        env.manager_client(),
+        &queued_job("remote", &ns, Some("kueue.x-k8s.io/multikueue")),
+    )
+    .await;
+    let manager_workloads = env.manager_workloads();
+    let (workload, cluster) = eventually(WAIT, "the manager Job's Workload admitted", || async {
+        let wls = workloads_of(&manager_workloads, &remote).await;
+        let wl = wls.into_iter().next()?;
+        let cluster = wl.status.as_ref()?.cluster_name.clone()?;
+        Some((wl.metadata.name.clone()?, cluster))
+    })
+    .await;
+    let winner = (1..=2)
+        .find(|i| env.cluster(*i) == cluster)
+        .unwrap_or_else(|| panic!("admitted on an unknown cluster {cluster}"));
+    let copy = eventually(WAIT, "the copy running on the winner", || async {
+        let job = jobs(env.worker_client(winner), &ns)
+            .get_opt("remote")
+            .await
+            .ok()??;
+        (!is_suspended(&job)).then_some(job)
+    })
+    .await;
+    let labels = copy.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels.get(PREBUILT_WORKLOAD_LABEL),
+        Some(&workload),
+        "{labels:?}"
+    );
+    assert!(
+        copy.spec
+            .as_ref()
+            .and_then(|s| s.managed_by.as_ref())
+            .is_none(),
+        "the copy is left to the worker's Job controller"
+    );
+    assert!(
+        jobs(env.worker_client(3 - winner), &ns)
+            .get_opt("remote")
+            .await
+            .expect("get")
+            .is_none(),
+        "a copy on the loser"
+    );
+    // The copy's status reaches the manager Job.
+    eventually(
+        WAIT,
+        "the copy's status mirrored on the manager",
+        || async {
+            let manager_job = jobs(env.manager_client(), &ns)
+                .get_opt("remote")
+                .await
+                .ok()??;
+            let copy = jobs(env.worker_client(winner), &ns)
+                .get_opt("remote")
+                .await
+                .ok()??;
+            let active = |j: &Job| j.status.as_ref().and_then(|s| s.active).unwrap_or(0);
+            (active(&copy) > 0 && active(&manager_job) == active(&copy)).then_some(())
+        },
+    )
+    .await;
+
+    // Deleting the manager Job removes its Workload and the copy.
+    jobs(env.manager_client(), &ns)
+        .delete("remote", &DeleteParams::background())
+        .await
+        .expect("delete the manager Job");
+    eventually(WAIT, "the copy deleted with the manager Job", || async {
+        let copy = jobs(env.worker_client(winner), &ns).get_opt("remote").await;
+        let wl = env.manager_workloads().get_opt(&workload).await;
+        (matches!(copy, Ok(None)) && matches!(wl, Ok(None))).then_some(())
+    })
+    .await;
+
+    for p in &mut ce.processes {
+        let log = p.log_text();
+        let denied = denials(&log);
+        assert!(
+            denied.is_empty(),
+            "{} was denied:\n{}",
+            p.name,
+            denied.join("\n")
+        );
+        assert!(p.is_running(), "{} exited", p.name);
+    }
+}
+
+/// The worker shim without `update` and `patch` on Jobs: it cannot start an admitted Job,
+/// and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_may_not_update_jobs_starts_none() {
+    let Some(helm) = helm_or_skip() else { return };
+    let mut ce = ChartEnv::start(&helm, 1, |_, worker| {
+        for verb in ["update", "patch"] {
+            revoke(worker, "ClusterRole", "worker", JOB_GROUP, "jobs", verb).expect("revoke");
+        }
+        assert_eq!(
+            granted_to(worker, "worker", JOB_GROUP, "jobs"),
+            ["get", "list", "watch"]
+                .iter()
+                .map(|v| v.to_string())
+                .collect()
+        );
+    })
+    .await;
+    ce.start_worker(1);
+    let ns = ce.env.namespace.clone();
+    create_job(ce.env.worker_client(1), &queued_job("local", &ns, None)).await;
+    let worker = ce.process("worker-1");
+    let line = eventually(WAIT, "the worker's Job writes refused", || async {
+        let log = worker.log_text();
+        denials(&log)
+            .into_iter()
+            .find(|l| {
+                l.contains(r#"cannot update resource "jobs""#)
+                    || l.contains(r#"cannot patch resource "jobs""#)
+            })
+            .map(String::from)
+    })
+    .await;
+    assert!(line.contains("local"), "{line}");
+    let job = jobs(ce.env.worker_client(1), &ns)
+        .get("local")
+        .await
+        .expect("the Job");
+    assert!(
+        is_suspended(&job),
+        "started without the permission: {job:?}"
+    );
+}
+
+/// The worker shim without `create` on Workloads: a queued Job gets no Workload and stays
+/// suspended, and the shim says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_may_not_create_workloads_leaves_jobs_waiting() {
+    let Some(helm) = helm_or_skip() else { return };
+    let mut ce = ChartEnv::start(&helm, 1, |_, worker| {
+        revoke(
+            worker,
+            "ClusterRole",
+            "worker",
+            KUEUE,
+            "workloads",
+            "create",
+        )
+        .expect("revoke");
+    })
+    .await;
+    ce.start_worker(1);
+    let ns = ce.env.namespace.clone();
+    let job = create_job(ce.env.worker_client(1), &queued_job("local", &ns, None)).await;
+    let line = denied(ce.process("worker-1"), "create", "workloads").await;
+    assert!(line.contains("local"), "{line}");
+    assert!(
+        workloads_of(&ce.env.worker_workloads(1), &job)
+            .await
+            .is_empty()
+    );
+    let job = jobs(ce.env.worker_client(1), &ns)
+        .get("local")
+        .await
+        .expect("the Job");
+    assert!(is_suspended(&job), "started without a Workload: {job:?}");
+}
+
+/// The manager without `create` on the workers' Jobs (manager-access): the MultiKueue Job's
+/// Workload is admitted on the worker, but no copy runs there, and the manager says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manager_that_may_not_create_jobs_on_a_worker_runs_no_copy() {
+    let Some(helm) = helm_or_skip() else { return };
+    let mut ce = ChartEnv::start(&helm, 1, |_, worker| {
+        revoke(
+            worker,
+            "ClusterRole",
+            "manager-access",
+            JOB_GROUP,
+            "jobs",
+            "create",
+        )
+        .expect("revoke");
+    })
+    .await;
+    ce.start_worker(1);
+    ce.start_manager();
+    ce.clusters_active().await;
+    let ns = ce.env.namespace.clone();
+    create_job(
+        ce.env.manager_client(),
+        &queued_job("remote", &ns, Some("kueue.x-k8s.io/multikueue")),
+    )
+    .await;
+    // (A create is refused before the object has a name: the 403 names the namespace.)
+    let line = denied(ce.process("manager"), "create", "jobs").await;
+    assert!(line.contains(&ns), "{line}");
+    assert!(
+        jobs(ce.env.worker_client(1), &ns)
+            .get_opt("remote")
+            .await
+            .expect("get")
+            .is_none(),
+        "a copy was created without the permission"
+    );
+}
+
+/// The manager without `update` and `patch` on `jobs/status`: the copy runs on the worker,
+/// but its status never reaches the manager Job, and the manager says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manager_that_may_not_write_job_status_mirrors_nothing() {
+    let Some(helm) = helm_or_skip() else { return };
+    let mut ce = ChartEnv::start(&helm, 1, |manager, _| {
+        for verb in ["update", "patch"] {
+            revoke(
+                manager,
+                "ClusterRole",
+                "manager",
+                JOB_GROUP,
+                "jobs/status",
+                verb,
+            )
+            .expect("revoke");
+        }
+        assert_eq!(
+            granted_to(manager, "manager", JOB_GROUP, "jobs/status"),
+            ["get".to_string()].into_iter().collect()
+        );
+    })
+    .await;
+    ce.start_worker(1);
+    ce.start_manager();
+    ce.clusters_active().await;
+    let ns = ce.env.namespace.clone();
+    create_job(
+        ce.env.manager_client(),
+        &queued_job("remote", &ns, Some("kueue.x-k8s.io/multikueue")),
+    )
+    .await;
+    let env = &ce.env;
+    eventually(WAIT, "the copy running on the worker", || async {
+        let job = jobs(env.worker_client(1), &ns)
+            .get_opt("remote")
+            .await
+            .ok()??;
+        (!is_suspended(&job)).then_some(())
+    })
+    .await;
+    let manager = ce.process("manager");
+    let line = eventually(WAIT, "the manager's status writes refused", || async {
+        let log = manager.log_text();
+        denials(&log)
+            .into_iter()
+            .find(|l| {
+                l.contains(r#"cannot update resource "jobs/status""#)
+                    || l.contains(r#"cannot patch resource "jobs/status""#)
+            })
+            .map(String::from)
+    })
+    .await;
+    assert!(line.contains("remote"), "{line}");
+    let job = jobs(env.manager_client(), &ns)
+        .get("remote")
+        .await
+        .expect("the manager Job");
+    assert!(
+        job.status.as_ref().and_then(|s| s.active).unwrap_or(0) == 0,
+        "a status was mirrored without the permission: {:?}",
+        job.status
+    );
+}
+
+/// The manager without `delete` on the workers' Jobs (manager-access): deleting the manager
+/// Job leaves its copy running on the worker, and the manager says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manager_that_may_not_delete_jobs_on_a_worker_leaves_the_copy() {
+    let Some(helm) = helm_or_skip() else { return };
+    let mut ce = ChartEnv::start(&helm, 1, |_, worker| {
+        revoke(
+            worker,
+            "ClusterRole",
+            "manager-access",
+            JOB_GROUP,
+            "jobs",
+            "delete",
+        )
+        .expect("revoke");
+    })
+    .await;
+    ce.start_worker(1);
+    ce.start_manager();
+    ce.clusters_active().await;
+    let ns = ce.env.namespace.clone();
+    create_job(
+        ce.env.manager_client(),
+        &queued_job("remote", &ns, Some("kueue.x-k8s.io/multikueue")),
+    )
+    .await;
+    let env = &ce.env;
+    eventually(WAIT, "the copy running on the worker", || async {
+        let job = jobs(env.worker_client(1), &ns)
+            .get_opt("remote")
+            .await
+            .ok()??;
+        (!is_suspended(&job)).then_some(())
+    })
+    .await;
+    jobs(env.manager_client(), &ns)
+        .delete("remote", &DeleteParams::background())
+        .await
+        .expect("delete the manager Job");
+    let line = denied(ce.process("manager"), "delete", "jobs").await;
+    assert!(line.contains("remote"), "{line}");
+    assert!(
+        jobs(env.worker_client(1), &ns)
+            .get_opt("remote")
+            .await
+            .expect("get")
+            .is_some(),
+        "the copy was deleted without the permission"
     );
 }

@@ -90,3 +90,18 @@ follow ports.* so that probes, Service and binary agree.
 {{- fail "replicas > 1 needs leader election: do not set config.leaderElection.enabled to false" }}
 {{- end }}
 {{- end }}
+
+{{/*
+"true" when the chart installs the MutatingAdmissionPolicy that suspends queued Jobs:
+jobs.admissionPolicies.mutating true, or auto where the cluster serves the v1 API.
+*/}}
+{{- define "baton.jobs.mutatingPolicy" -}}
+{{- $mode := toString (dig "admissionPolicies" "mutating" "auto" (.Values.jobs | default dict)) }}
+{{- $served := .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy" }}
+{{- if or (eq $mode "true") (and (eq $mode "auto") $served) }}true{{ end }}
+{{- end }}
+
+{{/* "true" when the chart installs the ValidatingAdmissionPolicy for queued Jobs. */}}
+{{- define "baton.jobs.validatingPolicy" -}}
+{{- if eq (toString (dig "admissionPolicies" "validating" true (.Values.jobs | default dict))) "true" }}true{{ end }}
+{{- end }}

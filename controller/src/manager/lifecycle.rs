@@ -22,6 +22,10 @@ use crate::config::DispatcherConfig;
 /// The finalizer that keeps a manager Workload until its replicas are gone.
 pub const FINALIZER: &str = "kueue.x-k8s.io/baton-multikueue";
 
+/// Why replicas of a finished workload are deleted (the Job adapter removes their Job
+/// copies itself, after mirroring the final status).
+pub const FINISHED_REASON: &str = "the workload finished";
+
 /// Conditions copied from the winning replica to the manager's Workload.
 const MIRRORED_CONDITIONS: &[&str] = &[
     condition::QUOTA_RESERVED,
@@ -182,7 +186,7 @@ pub fn plan(obs: &Observation<'_>, config: &LifecycleConfig) -> Plan {
     let mut status = old_status.clone();
     let conditions = &old_status.conditions;
     if is_true(conditions, condition::FINISHED) {
-        plan.delete_all_except(obs.replicas, None, "the workload finished");
+        plan.delete_all_except(obs.replicas, None, FINISHED_REASON);
         return plan;
     }
     if !wl.spec.active {

@@ -4,10 +4,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use baton_crds::constants::job::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL};
 use baton_crds::multikueue::LocationType;
 use baton_crds::workload::Workload;
 use baton_crds::{AdmissionCheck, ClusterQueue, LocalQueue, MultiKueueCluster, MultiKueueConfig};
 use futures::StreamExt;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Preconditions};
 use kube::runtime::events::{Recorder, Reporter};
@@ -17,7 +19,10 @@ use kube::{Client, ResourceExt};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
-use super::controller::{Context, error_policy, reconcile};
+use super::context::Context;
+use super::controller::{error_policy, reconcile};
+use super::execute::deletions::delete_job_copy;
+use super::job_controller;
 use super::kubeconfig::{KubeconfigProblem, vet};
 use super::queue_writer::keep_queue_status;
 use super::stores::ManagerStores;
@@ -43,8 +48,10 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
 
     let (refs_tx, refs_rx) = mpsc::unbounded_channel::<ObjectRef<Workload>>();
     let (all_tx, all_rx) = mpsc::unbounded_channel::<()>();
+    let (jobs_tx, jobs_rx) = mpsc::unbounded_channel::<ObjectRef<Job>>();
     let triggers = Triggers {
         refs: refs_tx,
+        jobs: jobs_tx,
         all: all_tx.clone(),
     };
     let pool = WorkerPool::new(
@@ -161,18 +168,41 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
 
     let refs = UnboundedReceiverStream::new(refs_rx);
     let all = UnboundedReceiverStream::new(all_rx);
-    // On SIGTERM the controller stops taking work and finishes the reconciles in flight
+    // On SIGTERM the controllers stop taking work and finish the reconciles in flight
     // (no half-applied decisions); then the lease is handed over.
-    let running = controller
+    let workloads_running = controller
         .reconcile_on(refs)
         .reconcile_all_on(all)
-        .graceful_shutdown_on(shutdown.requested())
-        .run(reconcile, error_policy, context)
+        .graceful_shutdown_on(shutdown.clone().requested())
+        .run(reconcile, error_policy, context.clone())
         .for_each(|result| async move {
             if let Err(e) = result {
                 tracing::debug!(error = %e, "controller event");
             }
         });
+    // Manager Jobs: only queued ones are cached; their Workloads and their copies on the
+    // workers wake them.
+    let jobs_running = Controller::new(
+        Api::<Job>::all(client.clone()),
+        watcher::Config::default().labels(QUEUE_NAME_LABEL),
+    )
+    .owns(
+        Api::<Workload>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .reconcile_on(UnboundedReceiverStream::new(jobs_rx))
+    .graceful_shutdown_on(shutdown.requested())
+    .run(
+        job_controller::reconcile,
+        job_controller::error_policy,
+        context,
+    )
+    .for_each(|result| async move {
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "Job controller event");
+        }
+    });
+    let running = futures::future::join(workloads_running, jobs_running);
     tokio::select! {
         _ = running => {}
         _ = leader::lost(&mut leadership) => {
@@ -262,8 +292,8 @@ fn kubeconfig_text(
     }
 }
 
-/// Removes our replicas whose manager Workload no longer exists (only objects with our origin
-/// label are ever seen here, so nothing else is touched).
+/// Removes our replicas, and our Job copies, whose manager Workload no longer exists (only
+/// objects with our origin label are ever seen here, so nothing else is touched).
 async fn garbage_collector(pool: WorkerPool, workloads: Store<Workload>, config: Configuration) {
     synced(&workloads).await;
     let mut tick = tokio::time::interval(config.gc_interval.max(Duration::from_secs(1)));
@@ -293,6 +323,24 @@ async fn garbage_collector(pool: WorkerPool, workloads: Store<Workload>, config:
                     }
                     Err(e) => {
                         tracing::debug!(%cluster, error = %e, "cannot garbage-collect replica")
+                    }
+                }
+            }
+            for copy in worker.jobs.state() {
+                let Some(workload) = copy.labels().get(PREBUILT_WORKLOAD_LABEL) else {
+                    continue;
+                };
+                let key = ObjectRef::<Workload>::new(workload)
+                    .within(&copy.namespace().unwrap_or_default());
+                if workloads.get(&key).is_some() {
+                    continue;
+                }
+                match delete_job_copy(&worker, &copy).await {
+                    Ok(()) => {
+                        tracing::info!(%cluster, job = %copy.name_any(), "garbage-collected an orphaned Job copy")
+                    }
+                    Err(e) => {
+                        tracing::debug!(%cluster, error = %e, "cannot garbage-collect Job copy")
                     }
                 }
             }

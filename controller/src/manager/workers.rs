@@ -13,6 +13,7 @@ use baton_crds::constants::{MULTIKUEUE_ORIGIN_LABEL, condition, reason};
 use baton_crds::workload::Workload;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -54,21 +55,28 @@ pub enum WorkerState {
 pub struct Connected {
     pub client: Client,
     pub replicas: Store<Workload>,
+    /// Our copies of manager Jobs on this worker (scoped by the origin label).
+    pub jobs: Store<Job>,
     pub recorder: Recorder,
 }
 
-/// Signals to the manager's reconciler: a replica with this namespace/name changed on some
-/// worker (`refs`), or a worker connected or disconnected so every workload is looked at
-/// again (`all`).
+/// Signals to the manager's reconcilers: a replica with this namespace/name changed on some
+/// worker (`refs`), a copy of a manager Job changed on some worker (`jobs`; the copy has the
+/// manager Job's namespace and name), or a worker connected or disconnected so every
+/// workload is looked at again (`all`).
 #[derive(Clone)]
 pub struct Triggers {
     pub refs: UnboundedSender<ObjectRef<Workload>>,
+    pub jobs: UnboundedSender<ObjectRef<Job>>,
     pub all: UnboundedSender<()>,
 }
 
 impl Triggers {
     fn workload(&self, obj: &Workload) {
         let _ = self.refs.send(ObjectRef::from_obj(obj));
+    }
+    fn job(&self, obj: &Job) {
+        let _ = self.jobs.send(ObjectRef::from_obj(obj));
     }
     fn everything(&self) {
         let _ = self.all.send(());
@@ -275,6 +283,9 @@ async fn connect_and_watch(
 
     let (reader, mut writer) = reflector::store::<Workload>();
     let selector = format!("{MULTIKUEUE_ORIGIN_LABEL}={}", pool.origin);
+    // The copies of manager Jobs are watched beside the replicas, and stop with them.
+    let (jobs, job_watch) = watch_jobs(cluster, &client, &selector, &pool.triggers);
+    let _job_watch = AbortOnDrop(job_watch);
     let api: Api<Workload> = Api::all(client.clone());
     let mut events = watcher(api, watcher::Config::default().labels(&selector)).boxed();
     let recorder = Recorder::new(
@@ -294,6 +305,7 @@ async fn connect_and_watch(
                     WorkerState::Active(Box::new(Connected {
                         client: client.clone(),
                         replicas: reader.clone(),
+                        jobs: jobs.clone(),
                         recorder: recorder.clone(),
                     }));
                 pool.metrics
@@ -320,6 +332,44 @@ async fn connect_and_watch(
         }
     }
     Ok(())
+}
+
+/// Aborts a background task when dropped.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Watches our Job copies on a worker into a cache, telling the Job reconciler about each
+/// change. A failing Job watch (an old chart without Job access on the worker) is retried
+/// with the watcher's backoff and never takes the worker's connection down.
+fn watch_jobs(
+    cluster: &str,
+    client: &Client,
+    selector: &str,
+    triggers: &Triggers,
+) -> (Store<Job>, JoinHandle<()>) {
+    use kube::runtime::WatchStreamExt;
+    let (reader, writer) = reflector::store::<Job>();
+    let api: Api<Job> = Api::all(client.clone());
+    let stream = watcher(api, watcher::Config::default().labels(selector))
+        .default_backoff()
+        .reflect(writer)
+        .touched_objects();
+    let (cluster, triggers) = (cluster.to_string(), triggers.clone());
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(job) => triggers.job(&job),
+                Err(e) => tracing::debug!(%cluster, error = %e, "watch of Job copies failed"),
+            }
+        }
+    });
+    (reader, task)
 }
 
 /// A client that sends at most `burst` requests at once and `qps` per second on average

@@ -250,6 +250,8 @@ pub fn build(objects: &Objects<'_>, in_flight: &HashMap<String, Vec<String>>) ->
 
     let mut admitted = Vec::new();
     let mut admitted_keys = Vec::new();
+    // (victim, preemptor) of evicted workloads still holding quota.
+    let mut evicting_for: Vec<(String, String)> = Vec::new();
     let mut pending = Vec::new();
     let mut problems = Vec::new();
     let mut fingerprints = HashMap::new();
@@ -285,12 +287,16 @@ pub fn build(objects: &Objects<'_>, in_flight: &HashMap<String, Vec<String>>) ->
             let admitted_at = condition_transition_time(conditions, condition::QUOTA_RESERVED)
                 .unwrap_or(model.created);
             admitted_keys.push(key.clone());
+            if let Some(preemptor) = evicted_for(conditions) {
+                evicting_for.push((key.clone(), preemptor));
+            }
             admitted.push((
                 AdmittedModel {
                     workload: model,
                     queue,
                     usage: Vec::new(),
                     admitted_at,
+                    evicting: is_condition_true(conditions, condition::EVICTED),
                 },
                 usage,
             ));
@@ -387,6 +393,16 @@ pub fn build(objects: &Objects<'_>, in_flight: &HashMap<String, Vec<String>>) ->
         p.victims_in_flight
             .retain(|v| still_admitted.contains(v.as_str()));
     }
+    // Evicted victims still holding quota (Jobs' workloads) name their preemptor: a
+    // restarted shim, which forgot whom it chose, keeps waiting for them instead of
+    // choosing more.
+    for (victim, preemptor) in &evicting_for {
+        if let Some(p) = pending.iter_mut().find(|p| p.workload.key == *preemptor)
+            && !p.victims_in_flight.contains(victim)
+        {
+            p.victims_in_flight.push(victim.clone());
+        }
+    }
     Built {
         snapshot,
         pending,
@@ -395,6 +411,20 @@ pub fn build(objects: &Objects<'_>, in_flight: &HashMap<String, Vec<String>>) ->
         class_problems,
         admitted_keys,
     }
+}
+
+/// The preemptor an evicted workload names in its `Evicted` condition (as
+/// `status::evicted` writes it), if it is evicted.
+fn evicted_for(
+    conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+) -> Option<String> {
+    let c = baton_crds::conditions::find_condition(conditions, condition::EVICTED)?;
+    if c.status != "True" {
+        return None;
+    }
+    let rest = c.message.split_once("to accommodate workload ")?.1;
+    let key = rest.split_whitespace().next()?;
+    key.contains('/').then(|| key.to_string())
 }
 
 /// What an admission holds: (flavor, resource, milli-units) per assigned resource. An

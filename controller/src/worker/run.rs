@@ -29,6 +29,7 @@ use super::build::{Objects, build, key_of};
 use super::core::cycle::{Decision, Outcome, schedule};
 use super::core::preempt::PreemptReason;
 use super::core::queues::{Capacity, QueueState};
+use super::jobs;
 use super::status;
 use super::writes::{Write, writes_for};
 use crate::config::Configuration;
@@ -46,6 +47,8 @@ const RESYNC: Duration = Duration::from_secs(10);
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(2);
 /// Writes in flight at once.
 const WRITE_CONCURRENCY: usize = 16;
+/// How long a stop waits for the Job loop to finish its pass.
+const JOB_LOOP_STOP: Duration = Duration::from_secs(5);
 
 struct Caches {
     workloads: Store<Workload>,
@@ -95,11 +98,19 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
         _ = shutdown.clone().requested() => return Ok(()),
     };
     let (wake, mut woken) = mpsc::unbounded_channel::<()>();
+    // The Job loop shares the Workload and ResourceFlavor caches; their changes wake both.
+    let (jobs_wake, jobs_woken) = mpsc::unbounded_channel::<()>();
     let caches = Caches {
-        workloads: cache(Api::all(client.clone()), wake.clone()),
+        workloads: cache(
+            Api::all(client.clone()),
+            tee(wake.clone(), jobs_wake.clone()),
+        ),
         cluster_queues: cache(Api::all(client.clone()), wake.clone()),
         local_queues: cache(Api::all(client.clone()), wake.clone()),
-        flavors: cache(Api::all(client.clone()), wake.clone()),
+        flavors: cache(
+            Api::all(client.clone()),
+            tee(wake.clone(), jobs_wake.clone()),
+        ),
         workload_classes: cache(Api::all(client.clone()), wake.clone()),
         pod_classes: cache(Api::all(client.clone()), wake.clone()),
         budgets: cache(Api::all(client.clone()), wake.clone()),
@@ -117,6 +128,19 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
     );
     ready.set_ready();
     tracing::info!("caches synced; scheduling");
+    // Independent of the scheduling loop: it only shares caches, and waits for its own.
+    let mut job_loop = tokio::spawn(jobs::run::run(
+        client.clone(),
+        jobs::run::JobCaches {
+            jobs: cache(Api::all(client.clone()), jobs_wake.clone()),
+            workloads: caches.workloads.clone(),
+            flavors: caches.flavors.clone(),
+        },
+        jobs_wake,
+        jobs_woken,
+        metrics.clone(),
+        shutdown.clone(),
+    ));
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
@@ -143,6 +167,7 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
             _ = resync.tick() => state.capacity = None,
             _ = &mut stop => break,
             _ = leader::lost(&mut leadership) => {
+                job_loop.abort();
                 anyhow::bail!("lost the leader Lease; stopping so that the new leader acts alone");
             }
         }
@@ -150,10 +175,29 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
         while woken.try_recv().is_ok() {}
         cycle(&shell, &mut state).await;
     }
+    // The Job loop stops on the same request after its current pass.
+    if tokio::time::timeout(JOB_LOOP_STOP, &mut job_loop)
+        .await
+        .is_err()
+    {
+        job_loop.abort();
+    }
     if let Some(leadership) = leadership {
         leadership.release().await;
     }
     Ok(())
+}
+
+/// A sender whose ticks reach both `a` and `b`.
+fn tee(a: mpsc::UnboundedSender<()>, b: mpsc::UnboundedSender<()>) -> mpsc::UnboundedSender<()> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<()>();
+    tokio::spawn(async move {
+        while rx.recv().await.is_some() {
+            let _ = a.send(());
+            let _ = b.send(());
+        }
+    });
+    tx
 }
 
 /// The cache's workloads, with our recent writes standing in for objects the cache has not
@@ -440,7 +484,7 @@ async fn execute(shell: &Shell, state: &mut LoopState, writes: Vec<Write>) {
 }
 
 /// A merge patch of the whole status, guarded by the resourceVersion it was computed from.
-async fn write_status(
+pub(crate) async fn write_status(
     client: &Client,
     wl: &Workload,
     status: &WorkloadStatus,

@@ -206,7 +206,10 @@ pub fn preemption_cause(why: PreemptReason) -> &'static str {
     }
 }
 
-/// Evicted to make room for `preemptor`: quota released, every gate back to Closed.
+/// Evicted to make room for `preemptor`: every gate back to Closed. A plain workload
+/// releases its quota at once. A workload a Job controls keeps `status.admission` and
+/// `QuotaReserved=True` (its quota stays counted) until the Job is suspended and its pods
+/// are gone; the Job reconciler then writes [`released`].
 pub fn evicted(
     workload: &Workload,
     preemptor: &str,
@@ -216,13 +219,13 @@ pub fn evicted(
     let mut copy = workload.clone();
     close_all_gates(&mut copy, now);
     let base = copy.clone();
+    let holds_quota_while_stopping = crate::jobs::controlling_job(workload).is_some();
     with_status(&base, now, |s, now| {
         let message = format!(
             "Preempted to accommodate workload {preemptor} due to {}",
             preemption_cause(why)
         );
-        let mut changed = s.admission.take().is_some();
-        changed |= set(
+        let mut changed = set(
             s,
             condition::EVICTED,
             ConditionStatus::True,
@@ -238,33 +241,82 @@ pub fn evicted(
             &message,
             now,
         );
-        changed |= set(
-            s,
-            condition::QUOTA_RESERVED,
-            ConditionStatus::False,
-            reason::PENDING,
-            "Evicted: preempted",
-            now,
-        );
-        changed |= set(
-            s,
-            condition::ADMITTED,
-            ConditionStatus::False,
-            reason::PENDING,
-            "Evicted: preempted",
-            now,
-        );
-        changed |= set(
-            s,
-            condition::REQUEUED,
-            ConditionStatus::True,
-            reason::PREEMPTED,
-            "Back in its queue after preemption",
-            now,
-        );
+        if holds_quota_while_stopping {
+            // Still holding quota: QuotaReserved and the admission stay as they are.
+            if is_true(s, condition::ADMITTED) {
+                changed |= set(
+                    s,
+                    condition::ADMITTED,
+                    ConditionStatus::False,
+                    reason::PREEMPTED,
+                    "Evicted: preempted; waiting for the Job's pods to stop",
+                    now,
+                );
+            }
+            return changed;
+        }
+        changed |= release(s, now);
         changed
     })
     .or_else(|| (copy.status != workload.status).then(|| copy.status.clone().unwrap_or_default()))
+}
+
+/// Quota given back: admission removed, `QuotaReserved=False`, `Admitted=False`, and back
+/// in its queue (`Requeued=True`). Returns whether anything changed.
+fn release(s: &mut WorkloadStatus, now: DateTime<Utc>) -> bool {
+    let mut changed = s.admission.take().is_some();
+    changed |= set(
+        s,
+        condition::QUOTA_RESERVED,
+        ConditionStatus::False,
+        reason::PENDING,
+        "Evicted: preempted",
+        now,
+    );
+    changed |= set(
+        s,
+        condition::ADMITTED,
+        ConditionStatus::False,
+        reason::PENDING,
+        "Evicted: preempted",
+        now,
+    );
+    changed |= set(
+        s,
+        condition::REQUEUED,
+        ConditionStatus::True,
+        reason::PREEMPTED,
+        "Back in its queue after preemption",
+        now,
+    );
+    changed
+}
+
+/// An evicted Job's workload whose Job is suspended and has no pods left: its quota is
+/// released (as [`evicted`] does at once for a plain workload).
+pub fn released(workload: &Workload, now: DateTime<Utc>) -> Option<WorkloadStatus> {
+    with_status(workload, now, release)
+}
+
+/// The Job finished (`Complete` or `Failed`): `Finished=True` with the reason `Succeeded`
+/// or `Failed` and the Job condition's message. A finished workload holds no quota.
+pub fn finished(
+    workload: &Workload,
+    succeeded: bool,
+    message: &str,
+    now: DateTime<Utc>,
+) -> Option<WorkloadStatus> {
+    with_status(workload, now, |s, now| {
+        let why = if succeeded { "Succeeded" } else { "Failed" };
+        set(
+            s,
+            condition::FINISHED,
+            ConditionStatus::True,
+            why,
+            message,
+            now,
+        )
+    })
 }
 
 #[cfg(test)]

@@ -120,9 +120,17 @@ pub fn writes_for(
         }
         Outcome::Waiting { victims } => {
             // Evictions that did not land (a conflict) are tried again, with the same victims
-            // and reasons; their events went out with the first attempt.
+            // and reasons; their events went out with the first attempt. One that landed
+            // (a Job's workload stopping, still holding quota) is left as it is.
             for key in victims {
                 let Some(v) = by_key.get(key) else { continue };
+                let landed = v
+                    .status
+                    .as_ref()
+                    .is_some_and(|s| is_condition_true(&s.conditions, condition::EVICTED));
+                if landed {
+                    continue;
+                }
                 let why = earlier_reasons
                     .get(&(decision.key.clone(), key.clone()))
                     .copied()

@@ -69,13 +69,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
     if args.no_orchestration && !with_controllers {
         eprintln!("baton-sandbox: --no-orchestration only matters with --controllers or --demo");
     }
-    // Before any cluster starts: a missing binary is the most likely mistake.
+    // Before any cluster starts: on a fresh clone this builds the controllers.
     let baton = if with_controllers {
-        let path = binary::locate()?;
-        if let Some(warning) = binary::staleness_warning(&path) {
-            eprintln!("baton-sandbox: {warning}");
-        }
-        Some(path)
+        Some(binary::ensure().await?)
     } else {
         None
     };
@@ -106,6 +102,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                         args.workers,
                         &o.placed,
                         &scenario::preemptor(),
+                        &o.workload,
                     ),
                     None => guide::try_it(&args.dir, args.workers),
                 };

@@ -28,6 +28,10 @@ struct Args {
     /// Log format: plain or json.
     #[arg(long, default_value = "plain")]
     log_format: String,
+    /// Seconds a deleted pod takes to go at most (its grace period, capped); 0 removes it at
+    /// once. Pods come from the testbed's model of the job controller.
+    #[arg(long, default_value_t = 2.0)]
+    termination_grace_cap: f64,
 }
 
 #[tokio::main]
@@ -36,6 +40,8 @@ async fn main() -> anyhow::Result<()> {
     baton_e2e::harness::init_logging(&args.log_format);
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("creating {}", args.dir.display()))?;
+    let termination_grace_cap = std::time::Duration::try_from_secs_f64(args.termination_grace_cap)
+        .context("--termination-grace-cap must be a number of seconds, 0 or more")?;
     let mut clusters = Vec::new();
     for (i, name) in args.clusters.iter().enumerate() {
         let port = if args.port == 0 {
@@ -46,6 +52,7 @@ async fn main() -> anyhow::Result<()> {
         let cluster = TestCluster::start(ClusterOptions {
             name: name.clone(),
             port,
+            termination_grace_cap,
             ..ClusterOptions::default()
         })
         .await?;

@@ -12,6 +12,8 @@ pub fn try_it(dir: &Path, workers: usize) -> Vec<String> {
         format!("  kubectl apply -f {d}/workload.yaml        # job-1: 2 CPUs, LocalQueue user-queue, namespace default"),
         "  kubectl get kwl                              # ADMITTED once a worker admits it".to_string(),
         "  kubectl describe kwl job-1                   # events: dispatched, admitted on a worker, replicas removed".to_string(),
+        format!("  kubectl apply -f {d}/job.yaml             # sample-job: a batch/v1 Job for MultiKueue, 2 pods of 1 CPU"),
+        "  kubectl get jobs,kwl                         # its status mirrored from the worker that runs it".to_string(),
     ];
     if workers > 0 {
         out.push(format!(
@@ -22,24 +24,31 @@ pub fn try_it(dir: &Path, workers: usize) -> Vec<String> {
     out
 }
 
-/// After the demo: where to look at what just happened. `winner` is the worker that ran the
-/// preemptor; `preemptor` its `namespace/name`.
-pub fn look_around(dir: &Path, workers: usize, winner: &str, preemptor: &str) -> Vec<String> {
+/// After the demo: where to look at what just happened. `winner` is the worker the Job
+/// runs on; `job` its `namespace/name`; `workload` its Workload's name.
+pub fn look_around(
+    dir: &Path,
+    workers: usize,
+    winner: &str,
+    job: &str,
+    workload: &str,
+) -> Vec<String> {
     let d = dir.display();
-    let (namespace, name) = preemptor.split_once('/').unwrap_or(("default", preemptor));
+    let (namespace, name) = job.split_once('/').unwrap_or(("default", job));
+    let w = format!("kubectl --kubeconfig {d}/{winner}.kubeconfig");
     let mut out = vec![
         "Look around (in another terminal):".to_string(),
         format!("  export KUBECONFIG={d}/manager.kubeconfig"),
-        "  kubectl get kwl -A".to_string(),
         format!(
-            "  kubectl describe kwl -n {namespace} {name}      # the manager's events: gate opened, admitted, replicas removed"
+            "  kubectl get jobs,kwl -n {namespace}                 # the Job (status mirrored from {winner}) and its Workload"
         ),
         format!(
-            "  kubectl --kubeconfig {d}/{winner}.kubeconfig get kwl -A   # the replica and its victims"
+            "  kubectl describe kwl -n {namespace} {workload}   # the manager's events: gate opened, admitted, replicas removed"
         ),
         format!(
-            "  kubectl --kubeconfig {d}/{winner}.kubeconfig describe kwl -n {namespace} {name}"
+            "  {w} get jobs,pods,kwl -n {namespace}   # the copy of {name} and its pods; the victims suspended, their Workloads evicted"
         ),
+        format!("  {w} describe kwl -n {namespace} {workload}"),
     ];
     out.extend(common(dir, workers));
     out
@@ -67,12 +76,20 @@ mod tests {
 
     #[test]
     fn look_around_points_at_the_winner_and_the_preemptor() {
-        let text = look_around(Path::new("/tmp/d"), 3, "worker-2", "demo/train-llm").join("\n");
+        let text = look_around(
+            Path::new("/tmp/d"),
+            3,
+            "worker-2",
+            "demo/train-llm",
+            "job-train-llm-1a2b3",
+        )
+        .join("\n");
         for expected in [
             "export KUBECONFIG=/tmp/d/manager.kubeconfig",
-            "kubectl get kwl -A",
-            "kubectl describe kwl -n demo train-llm",
-            "kubectl --kubeconfig /tmp/d/worker-2.kubeconfig get kwl -A",
+            "kubectl get jobs,kwl -n demo ",
+            "kubectl describe kwl -n demo job-train-llm-1a2b3",
+            "kubectl --kubeconfig /tmp/d/worker-2.kubeconfig get jobs,pods,kwl -n demo",
+            "the copy of train-llm",
             "kubectl get cq,lq -A -o wide",
             "kubectl describe ac ",
             "/tmp/d/worker-1.log … /tmp/d/worker-3.log",
@@ -88,6 +105,7 @@ mod tests {
             text.contains("kubectl apply -f /tmp/d/workload.yaml"),
             "{text}"
         );
+        assert!(text.contains("kubectl apply -f /tmp/d/job.yaml"), "{text}");
         assert!(
             text.contains("Controller logs: /tmp/d/manager.log, /tmp/d/worker-1.log"),
             "{text}"

@@ -1,11 +1,13 @@
 //! The sandbox's `--controllers` and `--demo` modes (DESIGN.md §7): the Kueue setup on the
 //! clusters, `baton manager` and `baton worker` as child processes, readiness, and the
-//! KEP-8303 scenario with its timeline.
+//! KEP-8303 scenario with batch/v1 Jobs, its timeline and its measured figures.
 
 pub mod binary;
 pub mod controllers;
 pub mod guide;
+pub mod jobs;
 pub mod observe;
+pub mod outcome;
 pub mod ready;
 pub mod scenario;
 pub mod setup;

@@ -1,28 +1,34 @@
-//! Turns the Workloads the watches report into timeline facts, by remembering what each
-//! object looked like last time. Pure: objects in, facts out.
+//! Turns the Workloads and Jobs the watches report into timeline facts, by remembering what
+//! each object looked like last time. Pure: objects in, facts out.
 //!
-//! On the workers, the object named like the preemptor is its replica; every other Workload
-//! is local work that may become a victim. On the manager only the preemptor matters.
+//! The high-priority Job has the same name on the manager and, once placed, as the
+//! manager's copy on its worker; its Workload has the same name on the manager and as a
+//! replica on every worker. Every other object on a worker is local work that may become a
+//! victim; only objects that were there before the scenario started count.
 
 use std::collections::{BTreeSet, HashMap};
 
+use baton::jobs::controlling_job;
 use baton_crds::conditions::{find_condition, is_condition_true};
 use baton_crds::constants::condition;
 use baton_crds::gates::gates;
 use baton_crds::workload::{GateState, Workload};
+use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
 
+use super::outcome::Eviction;
 use super::timeline::Fact;
 use crate::workers::{is_admitted, is_evicted, is_gated};
 
 /// The cluster name the manager's objects are reported under.
 pub const MANAGER: &str = "manager";
 
-/// What mattered about an object the last time it was seen.
+/// What mattered about a Workload the last time it was seen.
 #[derive(Clone, Copy, Debug, Default)]
 struct Seen {
     gated: bool,
     gate_open: bool,
+    /// Holds quota (a Job's victim keeps it until its pods are gone).
     admitted: bool,
     evicted: bool,
     /// Evicted at some point while watched (so a later admission is a re-admission).
@@ -41,51 +47,115 @@ impl Seen {
     }
 }
 
+/// What mattered about a Job the last time it was seen.
+#[derive(Clone, Copy, Debug, Default)]
+struct JobSeen {
+    suspended: bool,
+    active: i32,
+    terminating: i32,
+}
+
+impl JobSeen {
+    fn of(job: &Job) -> Self {
+        let status = job.status.as_ref();
+        JobSeen {
+            suspended: job.spec.as_ref().and_then(|s| s.suspend) == Some(true),
+            active: status.and_then(|s| s.active).unwrap_or(0),
+            terminating: status.and_then(|s| s.terminating).unwrap_or(0),
+        }
+    }
+}
+
+type Key = (String, String);
+
+fn key(cluster: &str, name: &str) -> Key {
+    (cluster.to_string(), name.to_string())
+}
+
 /// The observer of one demo run.
 #[derive(Debug)]
 pub struct Observer {
-    preemptor: String,
-    seen: HashMap<(String, String), Seen>,
-    preempting: BTreeSet<String>,
+    /// The high-priority Job's name.
+    job: String,
+    /// Its pods: the copy runs when this many are active.
+    pods: i32,
+    /// Its Workload's name (on the manager and as replicas), once known.
+    workload: Option<String>,
+    workloads: HashMap<Key, Seen>,
+    jobs: HashMap<Key, JobSeen>,
+    evictions: Vec<Eviction>,
+    readmitted: BTreeSet<Key>,
     placed: Option<String>,
+    running: Option<String>,
+    manager_follows: bool,
 }
 
 impl Observer {
-    /// An observer for the preemptor named `preemptor` (same name on every cluster).
-    pub fn new(preemptor: &str) -> Self {
+    /// An observer for the high-priority Job `job` of `pods` pods.
+    pub fn new(job: &str, pods: i32) -> Self {
         Observer {
-            preemptor: preemptor.to_string(),
-            seen: HashMap::new(),
-            preempting: BTreeSet::new(),
+            job: job.to_string(),
+            pods,
+            workload: None,
+            workloads: HashMap::new(),
+            jobs: HashMap::new(),
+            evictions: Vec::new(),
+            readmitted: BTreeSet::new(),
             placed: None,
+            running: None,
+            manager_follows: false,
         }
     }
 
-    /// Records an object from a watch's first list: the state before the scenario, no facts.
-    pub fn baseline(&mut self, cluster: &str, wl: &Workload) {
-        self.seen
-            .insert((cluster.to_string(), wl.name_any()), Seen::of(wl));
+    /// Names the Job's Workload (known once the Job exists: its name hashes the Job's uid).
+    pub fn expect_workload(&mut self, name: &str) {
+        self.workload = Some(name.to_string());
     }
 
-    /// An object created or changed on `cluster`; returns what changed, in causal order.
-    pub fn applied(&mut self, cluster: &str, wl: &Workload) -> Vec<Fact> {
+    fn is_preemptor(&self, name: &str) -> bool {
+        self.workload.as_deref() == Some(name)
+    }
+
+    /// Records a Workload from a watch's first list: the state before the scenario.
+    pub fn baseline_workload(&mut self, cluster: &str, wl: &Workload) {
+        self.workloads
+            .insert(key(cluster, &wl.name_any()), Seen::of(wl));
+    }
+
+    /// Records a Job from a watch's first list: the state before the scenario.
+    pub fn baseline_job(&mut self, cluster: &str, job: &Job) {
+        self.jobs
+            .insert(key(cluster, &job.name_any()), JobSeen::of(job));
+    }
+
+    /// A Workload created or changed on `cluster`; returns what changed, in causal order.
+    pub fn workload(&mut self, cluster: &str, wl: &Workload) -> Vec<Fact> {
         let name = wl.name_any();
         let now = Seen::of(wl);
-        let key = (cluster.to_string(), name.clone());
-        let before = self.seen.get(&key).copied();
+        let k = key(cluster, &name);
+        let before = self.workloads.get(&k).copied();
         let mut facts = Vec::new();
         let c = || cluster.to_string();
         if cluster == MANAGER {
-            if name == self.preemptor && self.placed.is_none() {
-                let status = wl.status.as_ref();
-                let admitted =
-                    status.is_some_and(|s| is_condition_true(&s.conditions, condition::ADMITTED));
-                if let (true, Some(on)) = (admitted, status.and_then(|s| s.cluster_name.clone())) {
-                    self.placed = Some(on.clone());
-                    facts.push(Fact::Placed { cluster: on });
+            if self.is_preemptor(&name) {
+                if before.is_none() {
+                    facts.push(Fact::WorkloadCreated {
+                        workload: name.clone(),
+                    });
+                }
+                if self.placed.is_none() {
+                    let status = wl.status.as_ref();
+                    let admitted = status
+                        .is_some_and(|s| is_condition_true(&s.conditions, condition::ADMITTED));
+                    if let (true, Some(on)) =
+                        (admitted, status.and_then(|s| s.cluster_name.clone()))
+                    {
+                        self.placed = Some(on.clone());
+                        facts.push(Fact::Placed { cluster: on });
+                    }
                 }
             }
-        } else if name == self.preemptor {
+        } else if self.is_preemptor(&name) {
             let was = before.unwrap_or_default();
             if before.is_none() {
                 let gated = gates(wl).iter().any(|g| g.state == GateState::Closed);
@@ -108,32 +178,89 @@ impl Observer {
             }
         } else if let Some(was) = before {
             // Local work first seen during the scenario is no victim of it: only changes count.
+            let victim = victim_name(wl);
             if now.evicted && !was.evicted {
-                self.preempting.insert(c());
+                // Evicted again after a re-admission: out of work again.
+                self.readmitted.remove(&key(cluster, &victim));
+                self.evictions.push(Eviction {
+                    cluster: c(),
+                    victim: victim.clone(),
+                });
                 facts.push(Fact::Preempted {
                     cluster: c(),
-                    victim: name.clone(),
+                    victim: victim.clone(),
+                });
+            }
+            let stopping = now.evicted || was.evicted || was.was_evicted;
+            if was.admitted && !now.admitted && stopping {
+                facts.push(Fact::QuotaReleased {
+                    cluster: c(),
+                    job: victim.clone(),
                 });
             }
             if now.admitted && !was.admitted && was.was_evicted {
+                self.readmitted.insert(key(cluster, &victim));
                 facts.push(Fact::Readmitted {
                     cluster: c(),
-                    workload: name.clone(),
+                    workload: victim,
                 });
             }
         }
         let was_evicted = before.is_some_and(|b| b.was_evicted || b.evicted) || now.evicted;
-        self.seen.insert(key, Seen { was_evicted, ..now });
+        self.workloads.insert(k, Seen { was_evicted, ..now });
         facts
     }
 
-    /// An object deleted on `cluster`.
-    pub fn deleted(&mut self, cluster: &str, name: &str) -> Vec<Fact> {
-        let existed = self
-            .seen
-            .remove(&(cluster.to_string(), name.to_string()))
-            .is_some();
-        if existed && cluster != MANAGER && name == self.preemptor {
+    /// A Job created or changed on `cluster`; returns what changed.
+    pub fn job(&mut self, cluster: &str, job: &Job) -> Vec<Fact> {
+        let name = job.name_any();
+        let now = JobSeen::of(job);
+        let k = key(cluster, &name);
+        let before = self.jobs.insert(k, now);
+        let mut facts = Vec::new();
+        let c = || cluster.to_string();
+        if name == self.job {
+            if cluster == MANAGER {
+                if now.active >= self.pods && !self.manager_follows {
+                    self.manager_follows = true;
+                    facts.push(Fact::ManagerJobActive {
+                        from: self.placed.clone().unwrap_or_else(|| "its worker".into()),
+                        pods: now.active,
+                    });
+                }
+            } else {
+                if before.is_none() {
+                    facts.push(Fact::CopyCreated { cluster: c() });
+                }
+                if now.active >= self.pods && self.running.is_none() {
+                    self.running = Some(c());
+                    facts.push(Fact::Running {
+                        cluster: c(),
+                        pods: now.active,
+                    });
+                }
+            }
+        } else if let (Some(was), false) = (before, cluster == MANAGER) {
+            if now.suspended && !was.suspended {
+                facts.push(Fact::Suspended {
+                    cluster: c(),
+                    job: name.clone(),
+                });
+            }
+            if now.terminating > 0 && was.terminating == 0 {
+                facts.push(Fact::PodsTerminating {
+                    cluster: c(),
+                    job: name,
+                });
+            }
+        }
+        facts
+    }
+
+    /// A Workload deleted on `cluster`.
+    pub fn workload_deleted(&mut self, cluster: &str, name: &str) -> Vec<Fact> {
+        let existed = self.workloads.remove(&key(cluster, name)).is_some();
+        if existed && cluster != MANAGER && self.is_preemptor(name) {
             vec![Fact::ReplicaRemoved {
                 cluster: cluster.to_string(),
             }]
@@ -142,34 +269,79 @@ impl Observer {
         }
     }
 
-    /// The worker the manager placed the preemptor on, once it has.
+    /// A Job deleted on `cluster`.
+    pub fn job_deleted(&mut self, cluster: &str, name: &str) {
+        self.jobs.remove(&key(cluster, name));
+    }
+
+    /// The worker the manager placed the Job's Workload on, once it has.
     pub fn placed(&self) -> Option<&str> {
         self.placed.as_deref()
     }
 
-    /// The workers that evicted something during the scenario.
-    pub fn preempting_clusters(&self) -> Vec<String> {
-        self.preempting.iter().cloned().collect()
+    /// The worker the Job's copy runs on, once its pods run.
+    pub fn running(&self) -> Option<&str> {
+        self.running.as_deref()
     }
 
-    /// The workers that hold a replica of the preemptor now.
+    /// Every eviction of local work seen so far, in order.
+    pub fn evictions(&self) -> &[Eviction] {
+        &self.evictions
+    }
+
+    /// The workers that hold a replica of the Job's Workload now.
     pub fn replicas(&self) -> Vec<String> {
         let mut out: Vec<String> = self
-            .seen
+            .workloads
             .keys()
-            .filter(|(c, n)| c != MANAGER && *n == self.preemptor)
+            .filter(|(c, n)| c != MANAGER && self.is_preemptor(n))
             .map(|(c, _)| c.clone())
             .collect();
         out.sort();
         out
     }
 
-    /// The scenario's end: the preemptor runs on one worker and the other replicas are gone.
-    pub fn settled(&self) -> bool {
-        self.placed
-            .as_deref()
-            .is_some_and(|on| self.replicas() == [on])
+    /// What the scenario still waits for; empty once the Job runs on one worker, the other
+    /// replicas are gone and the manager Job shows the pods.
+    pub fn waiting_for(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        match self.placed.as_deref() {
+            None => out.push("the manager to place the workload".to_string()),
+            Some(on) => {
+                let others: Vec<String> = self.replicas().into_iter().filter(|c| c != on).collect();
+                if !others.is_empty() {
+                    out.push(format!("replicas to go from {}", others.join(", ")));
+                }
+                if self.running.as_deref() != Some(on) {
+                    out.push(format!("the Job's pods to run on {on}"));
+                }
+            }
+        }
+        if !self.manager_follows {
+            out.push("the manager Job to show the pods".to_string());
+        }
+        out
     }
+
+    /// Victims evicted where the Job does not run that have no quota again yet.
+    pub fn wasted_still_out(&self) -> Vec<String> {
+        let placed = self.placed.as_deref().unwrap_or_default();
+        self.evictions
+            .iter()
+            .filter(|e| e.cluster != placed)
+            .filter(|e| !self.readmitted.contains(&key(&e.cluster, &e.victim)))
+            .map(|e| format!("{} on {}", e.victim, e.cluster))
+            .collect::<BTreeSet<String>>()
+            .into_iter()
+            .collect()
+    }
+}
+
+/// A victim is named by its Job (its Workload is `job-<name>-<hash>`).
+fn victim_name(wl: &Workload) -> String {
+    controlling_job(wl)
+        .map(|o| o.name.clone())
+        .unwrap_or_else(|| wl.name_any())
 }
 
 fn blocked_message(wl: &Workload) -> String {
@@ -198,188 +370,4 @@ pub fn need(message: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use baton_crds::conditions::{ConditionStatus, NewCondition, set_condition};
-    use baton_crds::workload::{Admission, PodSetAssignment, WorkloadStatus};
-    use chrono::Utc;
-    use serde_json::json;
-
-    use super::*;
-
-    fn workload(name: &str, gated: bool) -> Workload {
-        let gates = if gated {
-            json!([{"name": "kueue.x-k8s.io/multikueue"}])
-        } else {
-            json!([])
-        };
-        serde_json::from_value(json!({
-            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-            "metadata": {"name": name, "namespace": "demo"},
-            "spec": {"preemptionGates": gates, "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]},
-        }))
-        .unwrap()
-    }
-
-    fn with(mut wl: Workload, change: impl FnOnce(&mut WorkloadStatus)) -> Workload {
-        change(wl.status.get_or_insert_with(Default::default));
-        wl
-    }
-
-    fn cond(s: &mut WorkloadStatus, type_: &str, value: ConditionStatus, message: &str) {
-        set_condition(
-            &mut s.conditions,
-            NewCondition::new(type_, value, "Test", message),
-            Utc::now(),
-        );
-    }
-
-    fn admit(s: &mut WorkloadStatus) {
-        s.admission = Some(Admission {
-            cluster_queue: "cluster-queue".into(),
-            pod_set_assignments: vec![PodSetAssignment {
-                name: "main".into(),
-                ..Default::default()
-            }],
-        });
-        cond(s, condition::QUOTA_RESERVED, ConditionStatus::True, "");
-        cond(s, condition::ADMITTED, ConditionStatus::True, "");
-    }
-
-    fn evict(s: &mut WorkloadStatus) {
-        s.admission = None;
-        cond(s, condition::QUOTA_RESERVED, ConditionStatus::False, "");
-        cond(s, condition::EVICTED, ConditionStatus::True, "");
-    }
-
-    #[test]
-    fn need_shortens_the_workers_message() {
-        assert_eq!(
-            need(
-                "The workload needs to preempt 2 workloads to reserve quota in ClusterQueue cq (cpu), but preemption gate g is Closed"
-            ),
-            "needs to preempt 2 workloads"
-        );
-        assert_eq!(need("something else"), "waits for its preemption gate");
-    }
-
-    #[test]
-    fn a_replica_life_becomes_dispatch_gate_open_admit_remove() {
-        let mut o = Observer::new("high");
-        let replica = workload("high", true);
-        assert_eq!(
-            o.applied("worker-1", &replica),
-            [Fact::Dispatched {
-                cluster: "worker-1".into(),
-                gated: true
-            }]
-        );
-        let gated = with(replica, |s| {
-            cond(
-                s,
-                condition::QUOTA_RESERVATION_BLOCKED,
-                ConditionStatus::True,
-                "The workload needs to preempt 1 workload to reserve quota",
-            )
-        });
-        assert_eq!(
-            o.applied("worker-1", &gated),
-            [Fact::Gated {
-                cluster: "worker-1".into(),
-                need: "needs to preempt 1 workload".into()
-            }]
-        );
-        // The same state again (a resync) says nothing new.
-        assert!(o.applied("worker-1", &gated).is_empty());
-        let mut open = gated.clone();
-        open.status.as_mut().unwrap().preemption_gates = serde_json::from_value(json!([
-            {"name": "kueue.x-k8s.io/multikueue", "state": "Open", "lastTransitionTime": "2025-01-01T00:00:00Z"}
-        ]))
-        .unwrap();
-        assert_eq!(
-            o.applied("worker-1", &open),
-            [Fact::GateOpened {
-                cluster: "worker-1".into()
-            }]
-        );
-        let admitted = with(open, admit);
-        assert_eq!(
-            o.applied("worker-1", &admitted),
-            [Fact::Admitted {
-                cluster: "worker-1".into()
-            }]
-        );
-        assert_eq!(o.replicas(), ["worker-1"]);
-        assert_eq!(
-            o.deleted("worker-1", "high"),
-            [Fact::ReplicaRemoved {
-                cluster: "worker-1".into()
-            }]
-        );
-        assert!(o.replicas().is_empty());
-    }
-
-    #[test]
-    fn victims_count_their_cluster_once_and_come_back_as_readmitted() {
-        let mut o = Observer::new("high");
-        let low = with(workload("low-1", false), admit);
-        o.baseline("worker-2", &low);
-        o.baseline("worker-2", &with(workload("low-2", false), admit));
-        let evicted = with(low, evict);
-        assert_eq!(
-            o.applied("worker-2", &evicted),
-            [Fact::Preempted {
-                cluster: "worker-2".into(),
-                victim: "low-1".into()
-            }]
-        );
-        let evicted2 = with(workload("low-2", false), |s| {
-            admit(s);
-            evict(s)
-        });
-        o.applied("worker-2", &evicted2);
-        assert_eq!(o.preempting_clusters(), ["worker-2"]);
-        let back = with(evicted, |s| {
-            admit(s);
-            cond(s, condition::EVICTED, ConditionStatus::False, "");
-        });
-        assert_eq!(
-            o.applied("worker-2", &back),
-            [Fact::Readmitted {
-                cluster: "worker-2".into(),
-                workload: "low-1".into()
-            }]
-        );
-    }
-
-    #[test]
-    fn local_work_unknown_before_the_scenario_is_no_victim() {
-        let mut o = Observer::new("high");
-        let evicted = with(workload("other", false), evict);
-        assert!(o.applied("worker-1", &evicted).is_empty());
-        assert!(o.preempting_clusters().is_empty());
-    }
-
-    #[test]
-    fn settled_once_placed_and_the_losers_are_gone() {
-        let mut o = Observer::new("high");
-        for c in ["worker-1", "worker-2"] {
-            o.applied(c, &workload("high", true));
-        }
-        let placed = with(workload("high", false), |s| {
-            admit(s);
-            s.cluster_name = Some("worker-2".into());
-        });
-        assert_eq!(
-            o.applied(MANAGER, &placed),
-            [Fact::Placed {
-                cluster: "worker-2".into()
-            }]
-        );
-        assert_eq!(o.placed(), Some("worker-2"));
-        assert!(!o.settled(), "worker-1 still holds a replica");
-        o.deleted("worker-1", "high");
-        assert!(o.settled());
-        // The manager's own object is not a replica.
-        assert!(o.deleted(MANAGER, "high").is_empty());
-    }
-}
+mod tests;

@@ -1,112 +1,129 @@
-//! The KEP-8303 scenario, played on a running sandbox with its controllers: every worker is
-//! full of low-priority work; one high-priority workload arrives on the manager; the
-//! timeline shows where it was gated, which worker got the baton, what was evicted and where
-//! it runs; the last line counts the clusters that evicted something.
+//! The KEP-8303 scenario with batch/v1 Jobs, played on a running sandbox with its
+//! controllers: every worker is full of low-priority Jobs whose pods take seconds to stop;
+//! one high-priority Job is applied on the manager for MultiKueue. The timeline shows its
+//! Workload, where it was gated, which worker got the baton, which victim Jobs were
+//! suspended there and when their quota came back, the Job's copy running on one worker and
+//! the manager Job following it. The closing line reports what was measured: the clusters
+//! that evicted victims for it, and the victims wasted on clusters where it did not run.
 
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use baton_crds::workload::Workload;
+use k8s_openapi::api::batch::v1::Job;
+use kube::Client;
 use kube::api::{Api, PostParams};
-use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::controllers::PREEMPTION_TIMEOUT;
+use super::jobs::{
+    FILLER_PODS, GRACE_SECONDS, HIGH, LOW, PREEMPTOR, PREEMPTOR_PODS, filler, filler_name,
+    preemptor as preemptor_job,
+};
 use super::observe::{MANAGER, Observer};
-use super::setup::{DEMO_NAMESPACE, LOCAL_QUEUE, WORKER_CPUS, worker_name};
+use super::setup::{DEMO_NAMESPACE, WORKER_CPUS, worker_name};
 use super::style::{Console, Tone};
-use super::timeline::{Fact, Timeline, summary};
-use super::watch::{Change, Report, Watches};
+use super::timeline::{Fact, Line, Timeline};
+use super::watch::{Change, Object, Report, Watches};
 use crate::harness::sandbox::Sandbox;
-use crate::workers::is_admitted;
+use crate::jobs::{counts, is_suspended};
 
-/// The high-priority workload submitted on the manager.
-pub const PREEMPTOR: &str = "train-llm";
-const PREEMPTOR_PRIORITY: i32 = 1000;
-/// Pods of one CPU each: two CPUs, so every full worker must evict two workloads.
-const PREEMPTOR_PODS: u32 = 2;
-/// Low-priority workloads per worker, one CPU each: they fill the worker's quota.
-const LOW_PER_WORKER: u32 = WORKER_CPUS;
-const LOW_PRIORITY: i32 = 0;
-/// How long filling the workers, and then the scenario itself, may take.
+pub use super::outcome::{Eviction, Outcome};
+
+/// The scenario's shape: how the workers are filled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Pods (of one CPU) per filler Job; the fillers fill each worker's quota.
+    pub filler_pods: u32,
+}
+
+impl Shape {
+    /// The demo's: two fillers of 2 pods per worker, so the Job evicts one victim.
+    pub const DEMO: Shape = Shape {
+        filler_pods: FILLER_PODS,
+    };
+
+    /// Filler Jobs per worker.
+    pub fn fillers(self) -> u32 {
+        WORKER_CPUS / self.filler_pods.max(1)
+    }
+}
+
+/// How long filling the workers, or listing the clusters, may take.
 const PHASE_DEADLINE: Duration = Duration::from_secs(30);
-/// After the preemptor is placed and the other replicas are gone, how long to keep
-/// watching for late evictions before counting.
+/// How long the Job may take to run: twice the manager's singleClusterPreemptionTimeout
+/// (30 s), so a baton passed on to a second worker shows in the timeline rather than as a
+/// failure.
+const RUN_DEADLINE: Duration = Duration::from_secs(60);
+/// Once the Job runs, how long to keep watching for late evictions before counting.
 const SETTLE: Duration = Duration::from_secs(1);
+/// How long to wait, at most, for victims evicted for nothing to get their quota back (the
+/// timeline shows them re-admitted); the figures are final before this.
+const AFTERMATH: Duration = Duration::from_secs(10);
 const TICK: Duration = Duration::from_millis(50);
 
-/// What the demo measured.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    /// The worker the preemptor runs on.
-    pub placed: String,
-    /// Workers that evicted something.
-    pub preempting: Vec<String>,
+/// The high-priority Job as `namespace/name`.
+pub fn preemptor() -> String {
+    format!("{DEMO_NAMESPACE}/{PREEMPTOR}")
 }
 
-fn workload(name: &str, priority: i32, pods: u32) -> anyhow::Result<Workload> {
-    Ok(serde_json::from_value(json!({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-        "metadata": {"name": name, "namespace": DEMO_NAMESPACE},
-        "spec": {"queueName": LOCAL_QUEUE, "priority": priority, "podSets": [{"name": "main", "count": pods, "template": {
-            "metadata": {"labels": {"app": name}},
-            "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]},
-    }))?)
+fn jobs_api(client: Client) -> Api<Job> {
+    Api::namespaced(client, DEMO_NAMESPACE)
 }
 
-fn low_name(j: u32) -> String {
-    format!("low-{j}")
-}
-
-/// Creates the low-priority workloads on every worker and waits until all are admitted.
-async fn fill_workers(sandbox: &Sandbox, console: &Console) -> anyhow::Result<()> {
+/// Creates the filler Jobs on every worker and waits until their pods run.
+async fn fill_workers(sandbox: &Sandbox, shape: Shape, console: &Console) -> anyhow::Result<()> {
+    let fillers = shape.fillers();
+    let filler_pods = shape.filler_pods;
     let workers: Vec<String> = (1..=sandbox.workers.len()).map(worker_name).collect();
     console.line(&format!(
-        "Filling {}: each has {WORKER_CPUS} CPUs of quota and runs {LOW_PER_WORKER} low-priority workloads of 1 CPU ({}…{}, priority {LOW_PRIORITY}).",
+        "Filling {}: each has {WORKER_CPUS} CPUs of quota and runs {fillers} low-priority Jobs submitted on the worker ({}; {}: {}, {filler_pods} pod{} × 1 CPU); their pods get {GRACE_SECONDS}s to stop (terminationGracePeriodSeconds).",
         workers.join(", "),
-        low_name(1),
-        low_name(LOW_PER_WORKER)
+        (1..=fillers)
+            .map(filler_name)
+            .collect::<Vec<_>>()
+            .join(", "),
+        LOW.name,
+        LOW.value,
+        if filler_pods == 1 { "" } else { "s" },
     ));
     let mut apis = Vec::new();
     for (worker, name) in sandbox.workers.iter().zip(&workers) {
-        let api: Api<Workload> = Api::namespaced(worker.client()?, DEMO_NAMESPACE);
-        for j in 1..=LOW_PER_WORKER {
-            api.create(
-                &PostParams::default(),
-                &workload(&low_name(j), LOW_PRIORITY, 1)?,
-            )
-            .await
-            .with_context(|| format!("create {} on {name}", low_name(j)))?;
+        let api = jobs_api(worker.client()?);
+        for j in 1..=fillers {
+            api.create(&PostParams::default(), &filler(j, filler_pods)?)
+                .await
+                .with_context(|| format!("create Job {} on {name}", filler_name(j)))?;
         }
         apis.push((name.clone(), api));
     }
+    let pods = i32::try_from(filler_pods).unwrap_or(i32::MAX);
     let start = Instant::now();
     loop {
         let mut waiting = Vec::new();
         for (name, api) in &apis {
-            for j in 1..=LOW_PER_WORKER {
-                let admitted = api
-                    .get_opt(&low_name(j))
+            for j in 1..=fillers {
+                let running = api
+                    .get_opt(&filler_name(j))
                     .await
                     .ok()
                     .flatten()
-                    .is_some_and(|w| is_admitted(&w));
-                if !admitted {
-                    waiting.push(format!("{} on {name}", low_name(j)));
+                    .is_some_and(|job| !is_suspended(&job) && counts(&job).0 >= pods);
+                if !running {
+                    waiting.push(format!("{} on {name}", filler_name(j)));
                 }
             }
         }
         if waiting.is_empty() {
             console.line(&format!(
-                "All {} low-priority workloads admitted ({:.1}s).",
-                apis.len() * LOW_PER_WORKER as usize,
+                "All {} low-priority Jobs admitted and running ({:.1}s).",
+                apis.len() * fillers as usize,
                 start.elapsed().as_secs_f64()
             ));
             return Ok(());
         }
         anyhow::ensure!(
             start.elapsed() < PHASE_DEADLINE,
-            "not admitted after {PHASE_DEADLINE:?}: {} (see the worker logs)",
+            "not running after {PHASE_DEADLINE:?}: {} (see the worker logs)",
             waiting.join(", ")
         );
         tokio::time::sleep(TICK).await;
@@ -118,29 +135,28 @@ async fn watch_everything(
     sandbox: &Sandbox,
     observer: &mut Observer,
 ) -> anyhow::Result<(Watches, mpsc::UnboundedReceiver<Report>)> {
-    let mut apis = vec![(
-        MANAGER.to_string(),
-        Api::namespaced(sandbox.manager.client()?, DEMO_NAMESPACE),
-    )];
+    let mut clusters = vec![(MANAGER.to_string(), sandbox.manager.client()?)];
     for (i, worker) in sandbox.workers.iter().enumerate() {
-        apis.push((
-            worker_name(i + 1),
-            Api::namespaced(worker.client()?, DEMO_NAMESPACE),
-        ));
+        clusters.push((worker_name(i + 1), worker.client()?));
     }
-    let expected = apis.len();
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let watches = Watches::start(apis, &tx);
+    let watches = Watches::start(clusters, DEMO_NAMESPACE, &tx);
     let mut synced = 0;
     let deadline = tokio::time::sleep(PHASE_DEADLINE);
     tokio::pin!(deadline);
-    while synced < expected {
+    while synced < watches.len() {
         tokio::select! {
             report = rx.recv() => match report.map(|r| (r.cluster, r.change)) {
-                Some((cluster, Change::Baseline(wl))) => observer.baseline(&cluster, &wl),
+                // Nothing was submitted yet: whatever changes (the fillers' pods reporting
+                // readiness) is still the state before the scenario.
+                Some((cluster, Change::Baseline(Object::Workload(wl)) | Change::Applied(Object::Workload(wl)))) => {
+                    observer.baseline_workload(&cluster, &wl)
+                }
+                Some((cluster, Change::Baseline(Object::Job(job)) | Change::Applied(Object::Job(job)))) => {
+                    observer.baseline_job(&cluster, &job)
+                }
                 Some((_, Change::Synced)) => synced += 1,
-                // Nothing was submitted yet: nothing else can change.
-                Some(_) => {}
+                Some((_, Change::Deleted(..))) => {}
                 None => anyhow::bail!("the watches stopped"),
             },
             _ = &mut deadline => anyhow::bail!("the watches did not list the clusters within {PHASE_DEADLINE:?}"),
@@ -149,12 +165,28 @@ async fn watch_everything(
     Ok((watches, rx))
 }
 
-/// Plays the scenario and prints its timeline; returns what it measured.
-pub async fn play(
-    sandbox: &Sandbox,
-    orchestrated: bool,
-    console: &Console,
-) -> anyhow::Result<Outcome> {
+/// The facts one report brings.
+fn facts_of(observer: &mut Observer, report: &Report) -> Vec<Fact> {
+    let cluster = report.cluster.as_str();
+    match &report.change {
+        Change::Applied(Object::Workload(wl)) | Change::Baseline(Object::Workload(wl)) => {
+            observer.workload(cluster, wl)
+        }
+        Change::Applied(Object::Job(job)) | Change::Baseline(Object::Job(job)) => {
+            observer.job(cluster, job)
+        }
+        Change::Deleted(super::watch::Kind::Workload, name) => {
+            observer.workload_deleted(cluster, name)
+        }
+        Change::Deleted(super::watch::Kind::Job, name) => {
+            observer.job_deleted(cluster, name);
+            Vec::new()
+        }
+        Change::Synced => Vec::new(),
+    }
+}
+
+fn mode_line(orchestrated: bool) -> String {
     let mode = if orchestrated {
         format!(
             "with orchestrated preemption: one gate open at a time, singleClusterPreemptionTimeout {PREEMPTION_TIMEOUT}"
@@ -163,46 +195,66 @@ pub async fn play(
         "without orchestration (--no-orchestration): plain MultiKueue, replicas carry no gate"
             .to_string()
     };
-    console.line(&console.paint(Tone::Bold, &format!("KEP-8303 demo, {mode}.")));
-    fill_workers(sandbox, console).await?;
-    let mut observer = Observer::new(PREEMPTOR);
+    format!("KEP-8303 demo with batch/v1 Jobs, {mode}.")
+}
+
+/// Plays the demo's scenario and prints its timeline; returns what it measured.
+pub async fn play(
+    sandbox: &Sandbox,
+    orchestrated: bool,
+    console: &Console,
+) -> anyhow::Result<Outcome> {
+    play_shape(sandbox, orchestrated, Shape::DEMO, console).await
+}
+
+/// [`play`] with the workers filled another way.
+pub async fn play_shape(
+    sandbox: &Sandbox,
+    orchestrated: bool,
+    shape: Shape,
+    console: &Console,
+) -> anyhow::Result<Outcome> {
+    console.line(&console.paint(Tone::Bold, &mode_line(orchestrated)));
+    fill_workers(sandbox, shape, console).await?;
+    let pods = i32::try_from(PREEMPTOR_PODS).unwrap_or(i32::MAX);
+    let mut observer = Observer::new(PREEMPTOR, pods);
     let (_watches, mut rx) = watch_everything(sandbox, &mut observer).await?;
 
-    let preemptor = format!("{DEMO_NAMESPACE}/{PREEMPTOR}");
+    let name = preemptor();
     let t0 = Instant::now();
-    Api::<Workload>::namespaced(sandbox.manager.client()?, DEMO_NAMESPACE)
-        .create(
-            &PostParams::default(),
-            &workload(PREEMPTOR, PREEMPTOR_PRIORITY, PREEMPTOR_PODS)?,
-        )
+    let created = jobs_api(sandbox.manager.client()?)
+        .create(&PostParams::default(), &preemptor_job()?)
         .await
-        .with_context(|| format!("submit {preemptor} on the manager"))?;
+        .with_context(|| format!("submit Job {name} on the manager"))?;
+    // The manager names the Job's Workload after the Job's name and uid.
+    let workload = baton::jobs::workload_name(&created);
+    observer.expect_workload(&workload);
     let mut timeline = Timeline::default();
     timeline.push(
         Duration::ZERO,
         Fact::Submitted {
-            workload: preemptor.clone(),
-            priority: PREEMPTOR_PRIORITY,
-            cpus: PREEMPTOR_PODS,
+            job: name.clone(),
+            class: HIGH.name.to_string(),
+            priority: HIGH.value,
+            pods: PREEMPTOR_PODS,
         },
     );
-    let print = |lines: Vec<super::timeline::Line>| {
+    let print = |lines: Vec<Line>| {
         for line in lines {
             console.line(&line.render(console));
         }
     };
+    let mut running_after = None;
     let mut settled_at: Option<Instant> = None;
     loop {
         tokio::select! {
             report = rx.recv() => {
                 let Some(report) = report else { anyhow::bail!("the watches stopped") };
                 let at = report.at.saturating_duration_since(t0);
-                let facts = match &report.change {
-                    Change::Applied(wl) | Change::Baseline(wl) => observer.applied(&report.cluster, wl),
-                    Change::Deleted(name) => observer.deleted(&report.cluster, name),
-                    Change::Synced => Vec::new(),
-                };
-                for fact in facts {
+                for fact in facts_of(&mut observer, &report) {
+                    if matches!(fact, Fact::Running { .. }) {
+                        running_after.get_or_insert(at);
+                    }
                     timeline.push(at, fact);
                 }
             }
@@ -210,35 +262,73 @@ pub async fn play(
         }
         print(timeline.ready(t0.elapsed()));
         match settled_at {
-            None if observer.settled() => settled_at = Some(Instant::now()),
-            Some(at) if at.elapsed() >= SETTLE => break,
-            _ => {}
+            None if observer.waiting_for().is_empty() => settled_at = Some(Instant::now()),
+            Some(at) => {
+                let quiet = at.elapsed() >= SETTLE && observer.wasted_still_out().is_empty();
+                if quiet || at.elapsed() >= AFTERMATH {
+                    break;
+                }
+            }
+            None => {}
         }
-        if settled_at.is_none() && t0.elapsed() > PHASE_DEADLINE {
+        if settled_at.is_none() && t0.elapsed() > RUN_DEADLINE {
             print(timeline.finish());
             anyhow::bail!(
-                "{preemptor} did not settle within {PHASE_DEADLINE:?} (replicas on {:?}, placed on {:?}); see the controller logs",
-                observer.replicas(),
-                observer.placed()
+                "Job {name} did not run within {RUN_DEADLINE:?}: waiting for {}; see the controller logs",
+                observer.waiting_for().join(", ")
             );
         }
     }
     print(timeline.finish());
-    let preempting = observer.preempting_clusters();
-    let line = summary(&preempting, sandbox.workers.len(), orchestrated);
-    let tone = if preempting.len() <= 1 {
+    let outcome = Outcome {
+        orchestrated,
+        workers: sandbox.workers.len(),
+        workload,
+        placed: observer.placed().unwrap_or_default().to_string(),
+        evictions: observer.evictions().to_vec(),
+        running_after: running_after.unwrap_or_else(|| t0.elapsed()),
+    };
+    let tone = if outcome.preempting_clusters().len() <= 1 {
         Tone::Good
     } else {
         Tone::Bad
     };
-    console.line(&console.paint(tone, &line));
-    Ok(Outcome {
-        placed: observer.placed().unwrap_or_default().to_string(),
-        preempting,
-    })
+    console.line(&console.paint(tone, &outcome.summary(&name)));
+    console.line(outcome.compare_hint());
+    Ok(outcome)
 }
 
-/// The preemptor as `namespace/name`.
-pub fn preemptor() -> String {
-    format!("{DEMO_NAMESPACE}/{PREEMPTOR}")
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fillers_fill_each_worker() {
+        assert_eq!(Shape::DEMO.fillers() * Shape::DEMO.filler_pods, WORKER_CPUS);
+        assert_eq!(Shape { filler_pods: 1 }.fillers(), WORKER_CPUS);
+    }
+
+    #[test]
+    fn the_mode_line_names_the_timeout_only_when_it_applies() {
+        assert!(mode_line(true).contains("singleClusterPreemptionTimeout 30s"));
+        assert!(mode_line(false).contains("plain MultiKueue"));
+        assert!(!mode_line(false).contains("singleClusterPreemptionTimeout"));
+    }
+
+    #[test]
+    fn the_timeout_outlasts_the_victims_stop() {
+        // Otherwise the baton would pass on while the first worker's victims still stop,
+        // and a second worker would preempt too.
+        let timeout = baton::config::Configuration::from_yaml(
+            &super::super::controllers::manager_config(true),
+        )
+        .unwrap()
+        .single_cluster_preemption_timeout;
+        assert!(timeout > crate::harness::sandbox::TERMINATION_GRACE_CAP * 3);
+        assert_eq!(RUN_DEADLINE, timeout * 2);
+        assert!(
+            Duration::from_secs(GRACE_SECONDS as u64)
+                <= crate::harness::sandbox::TERMINATION_GRACE_CAP
+        );
+    }
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use super::jobs;
 use crate::harness::sandbox::Sandbox;
 use baton_testbed::server::{ServerError, TestCluster};
 
@@ -154,6 +155,16 @@ fn install_on(
     for (plural, object) in objects {
         cluster.apply_object(GROUP, VERSION, plural, object)?;
     }
+    // Jobs name their class; every cluster resolves it (the manager for its own queue, the
+    // workers for the replicas and their local Jobs).
+    for class in [jobs::HIGH, jobs::LOW] {
+        cluster.apply_object(
+            GROUP,
+            VERSION,
+            "workloadpriorityclasses",
+            jobs::priority_class(class),
+        )?;
+    }
     Ok(())
 }
 
@@ -188,11 +199,44 @@ spec:
             requests: {cpu: 1}
 ";
 
-/// Writes [`SAMPLE_WORKLOAD`] into `dir`.
-pub fn write_sample(dir: &Path) -> std::io::Result<PathBuf> {
-    let path = dir.join("workload.yaml");
-    std::fs::write(&path, SAMPLE_WORKLOAD)?;
-    Ok(path)
+/// A batch/v1 Job to try by hand (`kubectl apply -f DIR/job.yaml` on the manager): two 1-CPU
+/// pods, high priority, run by MultiKueue on one worker; its pods succeed after a minute.
+pub const SAMPLE_JOB: &str = "\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: sample-job
+  namespace: default
+  labels:
+    kueue.x-k8s.io/queue-name: user-queue
+    kueue.x-k8s.io/priority-class: high-priority
+  annotations:
+    testbed.baton.dev/run-seconds: \"60\"
+spec:
+  managedBy: kueue.x-k8s.io/multikueue
+  suspend: true
+  parallelism: 2
+  completions: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: busybox:1.36
+        command: [sh, -c, sleep 60]
+        resources:
+          requests: {cpu: 1}
+";
+
+/// Writes [`SAMPLE_WORKLOAD`] and [`SAMPLE_JOB`] into `dir`; returns their paths.
+pub fn write_sample(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for (file, text) in [("workload.yaml", SAMPLE_WORKLOAD), ("job.yaml", SAMPLE_JOB)] {
+        let path = dir.join(file);
+        std::fs::write(&path, text)?;
+        out.push(path);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -238,6 +282,20 @@ mod tests {
             "LowerPriority"
         );
         assert!(cq["spec"]["admissionChecksStrategy"].is_null());
+    }
+
+    #[test]
+    fn the_sample_job_is_a_queued_multikueue_job() {
+        let job: k8s_openapi::api::batch::v1::Job = serde_saphyr::from_str(SAMPLE_JOB).unwrap();
+        let labels = job.metadata.labels.clone().unwrap();
+        assert_eq!(labels["kueue.x-k8s.io/queue-name"], LOCAL_QUEUE);
+        assert_eq!(labels["kueue.x-k8s.io/priority-class"], jobs::HIGH.name);
+        let spec = job.spec.unwrap();
+        assert_eq!(
+            spec.managed_by.as_deref(),
+            Some("kueue.x-k8s.io/multikueue")
+        );
+        assert_eq!(spec.suspend, Some(true));
     }
 
     #[test]

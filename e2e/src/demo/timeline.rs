@@ -15,26 +15,41 @@ pub const MERGE_WINDOW: Duration = Duration::from_millis(200);
 /// Something that happened, as the watches saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Fact {
-    /// The preemptor was created on the manager.
+    /// The high-priority Job was created on the manager.
     Submitted {
-        workload: String,
+        job: String,
+        class: String,
         priority: i32,
-        cpus: u32,
+        pods: u32,
     },
+    /// The manager created the Job's Workload.
+    WorkloadCreated { workload: String },
     /// A replica appeared on a worker; `gated` when it carries a Closed preemption gate.
     Dispatched { cluster: String, gated: bool },
     /// A replica could reserve quota only by preempting, and its gate is Closed.
     Gated { cluster: String, need: String },
     /// The manager opened a replica's gate (passed it the baton).
     GateOpened { cluster: String },
-    /// A workload that was running on a worker was evicted.
+    /// A workload that was running on a worker was evicted; `victim` names its Job.
     Preempted { cluster: String, victim: String },
+    /// A victim's Job was suspended by the worker's shim.
+    Suspended { cluster: String, job: String },
+    /// A suspended Job's pods are terminating (their grace period runs).
+    PodsTerminating { cluster: String, job: String },
+    /// An evicted Job's pods are gone: its workload gave its quota back.
+    QuotaReleased { cluster: String, job: String },
     /// A replica reserved quota on its worker.
     Admitted { cluster: String },
     /// The manager recorded the worker the workload runs on.
     Placed { cluster: String },
     /// The manager deleted a replica that lost.
     ReplicaRemoved { cluster: String },
+    /// The manager created its copy of the Job on the worker.
+    CopyCreated { cluster: String },
+    /// The copy's pods run there.
+    Running { cluster: String, pods: i32 },
+    /// The manager Job's status shows the copy's running pods.
+    ManagerJobActive { from: String, pods: i32 },
     /// An evicted workload got quota again.
     Readmitted { cluster: String, workload: String },
 }
@@ -42,20 +57,42 @@ pub enum Fact {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Submitted,
+    WorkloadCreated,
     Dispatched,
     Gated,
     GateOpened,
     Preempted,
+    Suspended,
+    PodsTerminating,
+    QuotaReleased,
     Admitted,
     Placed,
     ReplicaRemoved,
+    CopyCreated,
+    Running,
+    ManagerJobActive,
     Readmitted,
 }
 
 impl Kind {
     /// Kinds whose lines list workloads on one cluster; the others list clusters.
     fn lists_workloads(self) -> bool {
-        matches!(self, Kind::Preempted | Kind::Readmitted)
+        matches!(
+            self,
+            Kind::Preempted
+                | Kind::Suspended
+                | Kind::PodsTerminating
+                | Kind::QuotaReleased
+                | Kind::Readmitted
+        )
+    }
+
+    /// Kinds that happen once: their lines take no other fact.
+    fn single(self) -> bool {
+        matches!(
+            self,
+            Kind::Submitted | Kind::WorkloadCreated | Kind::Placed | Kind::ManagerJobActive
+        )
     }
 }
 
@@ -72,17 +109,25 @@ pub struct Line {
 
 impl Line {
     fn of(at: Duration, fact: Fact) -> Self {
+        let none = String::new;
         let (kind, cluster, workload, detail) = match fact {
             Fact::Submitted {
-                workload,
+                job,
+                class,
                 priority,
-                cpus,
+                pods,
             } => (
                 Kind::Submitted,
                 None,
-                Some(workload),
-                format!("priority {priority}, {cpus} CPU{}", plural(cpus as usize)),
+                Some(job),
+                format!(
+                    "{class}: {priority}, {pods} pod{} × 1 CPU",
+                    plural(pods as usize)
+                ),
             ),
+            Fact::WorkloadCreated { workload } => {
+                (Kind::WorkloadCreated, None, Some(workload), none())
+            }
             Fact::Dispatched { cluster, gated } => (
                 Kind::Dispatched,
                 Some(cluster),
@@ -90,21 +135,36 @@ impl Line {
                 if gated { "gate Closed" } else { "no gate" }.to_string(),
             ),
             Fact::Gated { cluster, need } => (Kind::Gated, Some(cluster), None, need),
-            Fact::GateOpened { cluster } => (Kind::GateOpened, Some(cluster), None, String::new()),
+            Fact::GateOpened { cluster } => (Kind::GateOpened, Some(cluster), None, none()),
             Fact::Preempted { cluster, victim } => {
-                (Kind::Preempted, Some(cluster), Some(victim), String::new())
+                (Kind::Preempted, Some(cluster), Some(victim), none())
             }
-            Fact::Admitted { cluster } => (Kind::Admitted, Some(cluster), None, String::new()),
-            Fact::Placed { cluster } => (Kind::Placed, Some(cluster), None, String::new()),
-            Fact::ReplicaRemoved { cluster } => {
-                (Kind::ReplicaRemoved, Some(cluster), None, String::new())
+            Fact::Suspended { cluster, job } => (Kind::Suspended, Some(cluster), Some(job), none()),
+            Fact::PodsTerminating { cluster, job } => {
+                (Kind::PodsTerminating, Some(cluster), Some(job), none())
             }
-            Fact::Readmitted { cluster, workload } => (
-                Kind::Readmitted,
+            Fact::QuotaReleased { cluster, job } => {
+                (Kind::QuotaReleased, Some(cluster), Some(job), none())
+            }
+            Fact::Admitted { cluster } => (Kind::Admitted, Some(cluster), None, none()),
+            Fact::Placed { cluster } => (Kind::Placed, Some(cluster), None, none()),
+            Fact::ReplicaRemoved { cluster } => (Kind::ReplicaRemoved, Some(cluster), None, none()),
+            Fact::CopyCreated { cluster } => (Kind::CopyCreated, Some(cluster), None, none()),
+            Fact::Running { cluster, pods } => (
+                Kind::Running,
                 Some(cluster),
-                Some(workload),
-                String::new(),
+                None,
+                format!("{pods} pod{}", plural(usize::try_from(pods).unwrap_or(0))),
             ),
+            Fact::ManagerJobActive { from, pods } => (
+                Kind::ManagerJobActive,
+                Some(from),
+                None,
+                format!("{pods} pod{}", plural(usize::try_from(pods).unwrap_or(0))),
+            ),
+            Fact::Readmitted { cluster, workload } => {
+                (Kind::Readmitted, Some(cluster), Some(workload), none())
+            }
         };
         Line {
             at,
@@ -120,7 +180,7 @@ impl Line {
         let fits = self.kind == other.kind
             && self.detail == other.detail
             && other.at.saturating_sub(self.at) <= MERGE_WINDOW
-            && !matches!(self.kind, Kind::Submitted | Kind::Placed)
+            && !self.kind.single()
             && (!self.kind.lists_workloads() || self.clusters == other.clusters);
         if !fits {
             return Some(other);
@@ -146,7 +206,12 @@ impl Line {
             Kind::Submitted => (
                 Tone::Bold,
                 "submitted",
-                format!(" {workloads} ({}) on the manager", self.detail),
+                format!(" Job {workloads} ({}) on the manager", self.detail),
+            ),
+            Kind::WorkloadCreated => (
+                Tone::Dim,
+                "workload created",
+                format!(" on the manager: {workloads}"),
             ),
             Kind::Dispatched => (
                 Tone::Dim,
@@ -164,6 +229,21 @@ impl Line {
                 "preempted",
                 format!(" on {clusters}: {workloads}"),
             ),
+            Kind::Suspended => (
+                Tone::Bad,
+                "Jobs suspended",
+                format!(" on {clusters}: {workloads}"),
+            ),
+            Kind::PodsTerminating => (
+                Tone::Waiting,
+                "pods terminating",
+                format!(" on {clusters}: {workloads}"),
+            ),
+            Kind::QuotaReleased => (
+                Tone::Dim,
+                "quota released",
+                format!(" on {clusters}: {workloads} (pods gone)"),
+            ),
             Kind::Admitted => (Tone::Good, "admitted", format!(" on {clusters}")),
             Kind::Placed => (
                 Tone::Good,
@@ -178,6 +258,21 @@ impl Line {
                     "replicas removed"
                 },
                 format!(" from {clusters}"),
+            ),
+            Kind::CopyCreated => (
+                Tone::Dim,
+                "Job copy created",
+                format!(" on {clusters} (by the manager)"),
+            ),
+            Kind::Running => (
+                Tone::Good,
+                "running",
+                format!(" on {clusters}: {}", self.detail),
+            ),
+            Kind::ManagerJobActive => (
+                Tone::Good,
+                "manager Job follows",
+                format!(": {} active (status mirrored from {clusters})", self.detail),
             ),
             Kind::Readmitted => (
                 Tone::Good,
@@ -235,23 +330,6 @@ impl Timeline {
     }
 }
 
-/// The closing line: how many clusters evicted something, against the other mode.
-pub fn summary(preempting: &[String], workers: usize, orchestrated: bool) -> String {
-    let n = preempting.len();
-    let which = if preempting.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", preempting.join(", "))
-    };
-    let other = if orchestrated {
-        // Not measured in this run: every worker that holds a replica may preempt.
-        format!("without orchestration: up to {workers}")
-    } else {
-        "with orchestration: 1".to_string()
-    };
-    format!("preemptions: {n} cluster{}{which} ({other})", plural(n))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,14 +363,94 @@ mod tests {
         let line = Line::of(
             ms(0),
             Fact::Submitted {
-                workload: "demo/train-llm".into(),
+                job: "demo/train-llm".into(),
+                class: "high-priority".into(),
                 priority: 1000,
-                cpus: 2,
+                pods: 2,
             },
         );
         assert_eq!(
             line.render(&PLAIN),
-            "+0.00s  submitted demo/train-llm (priority 1000, 2 CPUs) on the manager"
+            "+0.00s  submitted Job demo/train-llm (high-priority: 1000, 2 pods × 1 CPU) on the manager"
+        );
+    }
+
+    #[test]
+    fn a_victims_stop_reads_as_suspended_terminating_released() {
+        let mut t = Timeline::default();
+        let c = || "worker-2".to_string();
+        for job in ["low-1", "low-2"] {
+            t.push(
+                ms(260),
+                Fact::Suspended {
+                    cluster: c(),
+                    job: job.into(),
+                },
+            );
+            t.push(
+                ms(270),
+                Fact::PodsTerminating {
+                    cluster: c(),
+                    job: job.into(),
+                },
+            );
+        }
+        for job in ["low-2", "low-1"] {
+            t.push(
+                ms(3300),
+                Fact::QuotaReleased {
+                    cluster: c(),
+                    job: job.into(),
+                },
+            );
+        }
+        assert_eq!(
+            render_all(&t.finish()),
+            [
+                "+0.26s  Jobs suspended on worker-2: low-1, low-2",
+                "+0.27s  pods terminating on worker-2: low-1, low-2",
+                "+3.30s  quota released on worker-2: low-2, low-1 (pods gone)",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_job_copy_and_the_manager_job_follow_the_placement() {
+        let mut t = Timeline::default();
+        t.push(
+            ms(10),
+            Fact::WorkloadCreated {
+                workload: "job-train-llm-1a2b3".into(),
+            },
+        );
+        t.push(
+            ms(3500),
+            Fact::CopyCreated {
+                cluster: "worker-2".into(),
+            },
+        );
+        t.push(
+            ms(3600),
+            Fact::Running {
+                cluster: "worker-2".into(),
+                pods: 2,
+            },
+        );
+        t.push(
+            ms(3700),
+            Fact::ManagerJobActive {
+                from: "worker-2".into(),
+                pods: 2,
+            },
+        );
+        assert_eq!(
+            render_all(&t.finish()),
+            [
+                "+0.01s  workload created on the manager: job-train-llm-1a2b3",
+                "+3.50s  Job copy created on worker-2 (by the manager)",
+                "+3.60s  running on worker-2: 2 pods",
+                "+3.70s  manager Job follows: 2 pods active (status mirrored from worker-2)",
+            ]
         );
     }
 
@@ -427,25 +585,5 @@ mod tests {
         let painted = line.render(&Console { colour: true });
         assert!(painted.contains("\x1b[31mpreempted\x1b[0m"), "{painted:?}");
         assert!(painted.starts_with("\x1b[2m+0.00s"), "{painted:?}");
-    }
-
-    #[test]
-    fn summary_reports_the_measured_count_and_names_the_other_mode_honestly() {
-        assert_eq!(
-            summary(&["worker-2".into()], 3, true),
-            "preemptions: 1 cluster: worker-2 (without orchestration: up to 3)"
-        );
-        assert_eq!(
-            summary(
-                &["worker-1".into(), "worker-2".into(), "worker-3".into()],
-                3,
-                false
-            ),
-            "preemptions: 3 clusters: worker-1, worker-2, worker-3 (with orchestration: 1)"
-        );
-        assert_eq!(
-            summary(&[], 3, true),
-            "preemptions: 0 clusters (without orchestration: up to 3)"
-        );
     }
 }

@@ -1,25 +1,42 @@
-//! Watches Workloads on every cluster of the sandbox and reports each change, stamped with
-//! the time it arrived, on one channel: the demo's single view of what happens where.
+//! Watches Workloads and Jobs on every cluster of the sandbox and reports each change,
+//! stamped with the time it arrived, on one channel: the demo's single view of what happens
+//! where.
 
 use std::time::Instant;
 
 use baton_crds::workload::Workload;
 use futures::StreamExt;
-use kube::ResourceExt;
+use k8s_openapi::api::batch::v1::Job;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+
+/// An object the demo follows.
+#[derive(Debug)]
+pub enum Object {
+    Workload(Box<Workload>),
+    Job(Box<Job>),
+}
+
+/// The kinds the demo follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Workload,
+    Job,
+}
 
 /// What a watch saw.
 #[derive(Debug)]
 pub enum Change {
     /// An object of the first list: the state before anything is observed.
-    Baseline(Box<Workload>),
-    /// The first list is complete.
+    Baseline(Object),
+    /// The first list of one watch is complete.
     Synced,
-    Applied(Box<Workload>),
-    Deleted(String),
+    Applied(Object),
+    Deleted(Kind, String),
 }
 
 /// One change on one cluster.
@@ -36,13 +53,42 @@ pub struct Watches {
 }
 
 impl Watches {
-    /// One watch per `(cluster, api)`, all reporting on `tx`.
-    pub fn start(apis: Vec<(String, Api<Workload>)>, tx: &mpsc::UnboundedSender<Report>) -> Self {
-        let tasks = apis
-            .into_iter()
-            .map(|(cluster, api)| tokio::spawn(watch(cluster, api, tx.clone())))
-            .collect();
+    /// Watches Workloads and Jobs in `namespace` of every `(cluster, client)`, all reporting
+    /// on `tx`: two watches per cluster, so `2 × clusters` [`Change::Synced`] reports.
+    pub fn start(
+        clusters: Vec<(String, Client)>,
+        namespace: &str,
+        tx: &mpsc::UnboundedSender<Report>,
+    ) -> Self {
+        let mut tasks = Vec::new();
+        for (cluster, client) in clusters {
+            let workloads: Api<Workload> = Api::namespaced(client.clone(), namespace);
+            let jobs: Api<Job> = Api::namespaced(client, namespace);
+            tasks.push(tokio::spawn(watch(
+                cluster.clone(),
+                workloads,
+                Kind::Workload,
+                |w| Object::Workload(Box::new(w)),
+                tx.clone(),
+            )));
+            tasks.push(tokio::spawn(watch(
+                cluster,
+                jobs,
+                Kind::Job,
+                |j| Object::Job(Box::new(j)),
+                tx.clone(),
+            )));
+        }
         Watches { tasks }
+    }
+
+    /// How many watches run (each reports [`Change::Synced`] once).
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
     }
 }
 
@@ -54,7 +100,15 @@ impl Drop for Watches {
     }
 }
 
-async fn watch(cluster: String, api: Api<Workload>, tx: mpsc::UnboundedSender<Report>) {
+async fn watch<K>(
+    cluster: String,
+    api: Api<K>,
+    kind: Kind,
+    wrap: fn(K) -> Object,
+    tx: mpsc::UnboundedSender<Report>,
+) where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
     let mut events = watcher(api, watcher::Config::default())
         .default_backoff()
         .boxed();
@@ -63,16 +117,14 @@ async fn watch(cluster: String, api: Api<Workload>, tx: mpsc::UnboundedSender<Re
     while let Some(event) = events.next().await {
         let change = match event {
             Ok(watcher::Event::Init) => continue,
-            Ok(watcher::Event::InitApply(wl)) if !synced => Change::Baseline(Box::new(wl)),
-            Ok(watcher::Event::InitApply(wl) | watcher::Event::Apply(wl)) => {
-                Change::Applied(Box::new(wl))
-            }
+            Ok(watcher::Event::InitApply(o)) if !synced => Change::Baseline(wrap(o)),
+            Ok(watcher::Event::InitApply(o) | watcher::Event::Apply(o)) => Change::Applied(wrap(o)),
             Ok(watcher::Event::InitDone) if !synced => {
                 synced = true;
                 Change::Synced
             }
             Ok(watcher::Event::InitDone) => continue,
-            Ok(watcher::Event::Delete(wl)) => Change::Deleted(wl.name_any()),
+            Ok(watcher::Event::Delete(o)) => Change::Deleted(kind, o.name_any()),
             Err(e) => {
                 tracing::debug!(%cluster, error = %e, "demo watch interrupted; retrying");
                 continue;

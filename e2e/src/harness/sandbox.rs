@@ -3,6 +3,7 @@
 //! kubeconfig Secrets in the manager's `baton-system` namespace.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use base64::Engine;
 use serde_json::json;
@@ -11,6 +12,10 @@ use baton_testbed::server::{ClusterOptions, ServerError, TestCluster};
 
 /// The namespace on the manager that holds the worker kubeconfig Secrets.
 pub const CONTROLLER_NAMESPACE: &str = "baton-system";
+
+/// The longest a deleted pod takes to go on the sandbox's clusters (the testbed's default
+/// is shorter): the demo's Jobs have pods that take seconds to stop, as real ones do.
+pub const TERMINATION_GRACE_CAP: Duration = Duration::from_secs(5);
 
 /// Errors while starting the sandbox.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +79,7 @@ impl Sandbox {
         let manager = TestCluster::start(ClusterOptions {
             name: "manager".into(),
             port: port(0),
+            termination_grace_cap: TERMINATION_GRACE_CAP,
             ..ClusterOptions::default()
         })
         .await?;
@@ -86,6 +92,7 @@ impl Sandbox {
             let worker = TestCluster::start(ClusterOptions {
                 name: name.clone(),
                 port: port(i),
+                termination_grace_cap: TERMINATION_GRACE_CAP,
                 ..ClusterOptions::default()
             })
             .await?;

@@ -7,3 +7,6 @@
 pub mod golden;
 pub mod schema;
 pub mod server;
+
+/// Jobs and pods on a testbed cluster (the job controller and kubelet model).
+pub use server::jobs;

@@ -219,3 +219,59 @@ fn malformed_class_annotations_are_reported_and_defaults_apply() {
     assert_eq!(p.workload.policy.toleration_seconds, 0);
     assert_eq!(p.workload.policy.minimum_preemptable_priority, 8);
 }
+
+#[test]
+fn an_evicted_workload_still_holding_quota_counts_and_is_marked_evicting() {
+    let mut c = Cluster::new(quota_spec(json!(4)));
+    c.workloads.push(workload("stopping", json!({"status": {
+        "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count": 2,
+            "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}}]},
+        "conditions": [
+            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "", "lastTransitionTime": "2026-01-01T00:00:05Z"},
+            {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "", "lastTransitionTime": "2026-01-01T00:00:09Z"}]}})));
+    c.workloads.push(workload("running", json!({"status": {
+        "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count": 2,
+            "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}}]},
+        "conditions": [
+            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "", "lastTransitionTime": "2026-01-01T00:00:05Z"}]}})));
+    let built = c.build();
+    let fr = built.snapshot.frs.get("default", "cpu").unwrap();
+    assert_eq!(built.snapshot.quota.used(0, fr), 2000, "both still count");
+    let evicting: Vec<(&str, bool)> = built
+        .snapshot
+        .admitted
+        .iter()
+        .map(|a| (a.workload.key.as_str(), a.evicting))
+        .collect();
+    assert!(evicting.contains(&("ns/stopping", true)), "{evicting:?}");
+    assert!(evicting.contains(&("ns/running", false)), "{evicting:?}");
+}
+
+#[test]
+fn a_preemptor_waits_for_evicting_victims_that_name_it_after_a_restart() {
+    let mut c = Cluster::new(quota_spec(json!(4)));
+    let evicting = |name: &str, preemptor: &str| {
+        workload(
+            name,
+            json!({"status": {
+            "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count": 2,
+                "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}}]},
+            "conditions": [
+                {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "", "lastTransitionTime": "2026-01-01T00:00:05Z"},
+                {"type": "Evicted", "status": "True", "reason": "Preempted",
+                 "message": format!("Preempted to accommodate workload {preemptor} due to prioritization in the ClusterQueue"),
+                 "lastTransitionTime": "2026-01-01T00:00:09Z"}]}}),
+        )
+    };
+    c.workloads.push(evicting("victim", "ns/boss"));
+    c.workloads
+        .push(evicting("other-victim", "ns/someone-else"));
+    c.workloads.push(workload("boss", json!({})));
+    let built = c.build();
+    let boss = built
+        .pending
+        .iter()
+        .find(|p| p.workload.key == "ns/boss")
+        .unwrap();
+    assert_eq!(boss.victims_in_flight, vec!["ns/victim".to_string()]);
+}

@@ -213,17 +213,26 @@ fn decide(
             snapshot.quota.add(pending.queue, &assignment.usage);
             (Outcome::Admit, false)
         }
+        // Victims still being evicted are no candidates any more (they are `evicting`), so
+        // without them the preemptor may look as if it cannot fit at all: it waits either way.
+        // The quota its victims release is held for it for the rest of the cycle (as Kueue
+        // holds a preemptor's usage in its cycle): otherwise a lower-priority workload,
+        // often the first victim back in its queue, takes what the first victim freed while
+        // the preemptor still waits for the second, and is evicted again.
+        Mode::Preempt | Mode::NoFit if !pending.victims_in_flight.is_empty() => {
+            snapshot.quota.add(pending.queue, &assignment.usage);
+            (
+                Outcome::Waiting {
+                    victims: pending.victims_in_flight.clone(),
+                },
+                false,
+            )
+        }
         Mode::NoFit => (
             Outcome::Pending {
                 message: assignment.reasons.join("; "),
             },
             !strict,
-        ),
-        Mode::Preempt if !pending.victims_in_flight.is_empty() => (
-            Outcome::Waiting {
-                victims: pending.victims_in_flight.clone(),
-            },
-            false,
         ),
         Mode::Preempt => {
             let (selection, refs) = select_victims(

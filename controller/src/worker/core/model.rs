@@ -93,6 +93,9 @@ pub struct AdmittedModel {
     pub usage: Usage,
     /// Its `QuotaReserved=True` transition.
     pub admitted_at: DateTime<Utc>,
+    /// Evicted, but its quota stays counted until its pods are gone (a Job's workload,
+    /// DESIGN.md §8). Never chosen as a victim again: its preemptor is already waiting.
+    pub evicting: bool,
 }
 
 /// A workload waiting for quota.

@@ -68,7 +68,7 @@ pub fn candidates(
     let mut own_usage: Usage = Vec::new();
     for &i in &snapshot.admitted_by_queue[queue] {
         let a = &snapshot.admitted[i];
-        if excluded.get(i).copied().unwrap_or(false) || !uses_short(&a.usage) {
+        if a.evicting || excluded.get(i).copied().unwrap_or(false) || !uses_short(&a.usage) {
             continue;
         }
         let p = a.workload.priority;
@@ -123,7 +123,7 @@ pub fn candidates(
         }
         for &i in &snapshot.admitted_by_queue[other] {
             let a = &snapshot.admitted[i];
-            if excluded.get(i).copied().unwrap_or(false) || !uses_short(&a.usage) {
+            if a.evicting || excluded.get(i).copied().unwrap_or(false) || !uses_short(&a.usage) {
                 continue;
             }
             let p = a.workload.priority;

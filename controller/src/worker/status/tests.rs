@@ -148,3 +148,67 @@ fn pending_lifts_a_stale_block() {
         "False"
     );
 }
+
+/// An admitted workload controlled by Job `ns/j`.
+fn admitted_job_workload() -> Workload {
+    let mut w = gated_workload();
+    w.spec.preemption_gates.clear();
+    w.metadata.owner_references = Some(vec![
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            api_version: "batch/v1".into(),
+            kind: "Job".into(),
+            name: "j".into(),
+            uid: "uid-j".into(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        },
+    ]);
+    status_of(&w, admitted(&w, "cq", &assignment(), t0()))
+}
+
+#[test]
+fn a_jobs_workload_keeps_its_quota_when_evicted_until_released() {
+    let w = admitted_job_workload();
+    let later = t0() + Duration::seconds(5);
+    let w = status_of(
+        &w,
+        evicted(&w, "ns/boss", PreemptReason::InClusterQueue, later),
+    );
+    assert!(
+        w.status.as_ref().unwrap().admission.is_some(),
+        "admission kept"
+    );
+    assert_eq!(cond(&w, condition::QUOTA_RESERVED).status, "True");
+    assert_eq!(cond(&w, condition::EVICTED).status, "True");
+    assert_eq!(cond(&w, condition::PREEMPTED).reason, "InClusterQueue");
+    assert_eq!(cond(&w, condition::ADMITTED).status, "False");
+    assert!(find_condition(&w.status.as_ref().unwrap().conditions, condition::REQUEUED).is_none());
+    // The retried eviction of a preemptor still waiting changes nothing.
+    assert!(evicted(&w, "ns/boss", PreemptReason::InClusterQueue, later).is_none());
+
+    let w = status_of(&w, released(&w, later));
+    assert!(w.status.as_ref().unwrap().admission.is_none());
+    assert_eq!(cond(&w, condition::QUOTA_RESERVED).status, "False");
+    assert_eq!(cond(&w, condition::ADMITTED).status, "False");
+    assert_eq!(cond(&w, condition::REQUEUED).status, "True");
+    assert_eq!(
+        cond(&w, condition::EVICTED).status,
+        "True",
+        "still says why"
+    );
+    assert!(released(&w, later).is_none());
+}
+
+#[test]
+fn finished_records_the_jobs_outcome() {
+    let w = admitted_job_workload();
+    let done = status_of(&w, finished(&w, true, "Job completed", t0()));
+    let c = cond(&done, condition::FINISHED);
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_str(), c.message.as_str()),
+        ("True", "Succeeded", "Job completed")
+    );
+    assert!(finished(&done, true, "Job completed", t0()).is_none());
+    let failed = status_of(&w, finished(&w, false, "BackoffLimitExceeded", t0()));
+    assert_eq!(cond(&failed, condition::FINISHED).reason, "Failed");
+}

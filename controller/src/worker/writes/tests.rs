@@ -272,3 +272,48 @@ fn a_pending_workload_is_told_only_when_the_reason_changes() {
     );
     assert_eq!(event(&other[0]), Some(("Pending", "still no quota")));
 }
+
+#[test]
+fn waiting_leaves_a_victim_whose_eviction_landed_alone() {
+    // A Job's workload, evicted for cohort reclamation and still holding quota while its
+    // pods stop; the preemptor (after a restart) no longer remembers why it was chosen.
+    let high = workload("high");
+    let stopping = workload("low-1");
+    let first = writes_for(
+        &decision(
+            Outcome::Preempt {
+                victims: vec![VictimChoice {
+                    key: "ns/low-1".into(),
+                    reason: PreemptReason::InCohortReclamation,
+                }],
+                summary: String::new(),
+            },
+            None,
+        ),
+        &high,
+        "cq",
+        &HashMap::from([("ns/low-1".to_string(), stopping.clone())]),
+        &HashMap::new(),
+        t0(),
+    );
+    let stopping = after(&stopping, &first[0]);
+    let writes = writes_for(
+        &decision(
+            Outcome::Waiting {
+                victims: vec!["ns/low-1".into()],
+            },
+            None,
+        ),
+        &high,
+        "cq",
+        &HashMap::from([("ns/low-1".to_string(), stopping)]),
+        &HashMap::new(),
+        t0() + Duration::seconds(1),
+    );
+    assert!(
+        writes
+            .iter()
+            .all(|w| w.workload.metadata.name.as_deref() == Some("high")),
+        "no write to the stopping victim: {writes:?}"
+    );
+}

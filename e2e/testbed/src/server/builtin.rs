@@ -360,6 +360,129 @@ pub fn builtin_types() -> Vec<ResourceType> {
             table: "authentication.k8s.io/selfsubjectreviews",
             columns: Vec::new(),
         },
+        Def {
+            group: "admissionregistration.k8s.io",
+            version: "v1",
+            kind: "ValidatingAdmissionPolicy",
+            plural: "validatingadmissionpolicies",
+            namespaced: false,
+            short: &[],
+            status: true,
+            generation: true,
+            builtin: Builtin::ValidatingAdmissionPolicy,
+            table: "admissionregistration.k8s.io/validatingadmissionpolicies",
+            columns: vec![
+                col("Validations", "integer", "#count(.spec.validations)"),
+                col("ParamKind", "string", "#paramkind()"),
+                age(),
+            ],
+        },
+        Def {
+            group: "admissionregistration.k8s.io",
+            version: "v1",
+            kind: "ValidatingAdmissionPolicyBinding",
+            plural: "validatingadmissionpolicybindings",
+            namespaced: false,
+            short: &[],
+            status: false,
+            generation: true,
+            builtin: Builtin::ValidatingAdmissionPolicyBinding,
+            table: "admissionregistration.k8s.io/validatingadmissionpolicybindings",
+            columns: vec![
+                col("PolicyName", "string", ".spec.policyName"),
+                col("ParamRef", "string", "#paramref()"),
+                age(),
+            ],
+        },
+        Def {
+            group: "admissionregistration.k8s.io",
+            version: "v1",
+            kind: "MutatingAdmissionPolicy",
+            plural: "mutatingadmissionpolicies",
+            namespaced: false,
+            short: &[],
+            status: false,
+            generation: true,
+            builtin: Builtin::MutatingAdmissionPolicy,
+            table: "admissionregistration.k8s.io/mutatingadmissionpolicies",
+            columns: vec![
+                col("Mutations", "integer", "#count(.spec.mutations)"),
+                col("ParamKind", "string", "#paramkind()"),
+                age(),
+            ],
+        },
+        Def {
+            group: "admissionregistration.k8s.io",
+            version: "v1",
+            kind: "MutatingAdmissionPolicyBinding",
+            plural: "mutatingadmissionpolicybindings",
+            namespaced: false,
+            short: &[],
+            status: false,
+            generation: true,
+            builtin: Builtin::MutatingAdmissionPolicyBinding,
+            table: "admissionregistration.k8s.io/mutatingadmissionpolicybindings",
+            columns: vec![
+                col("PolicyName", "string", ".spec.policyName"),
+                col("ParamRef", "string", "#paramref()"),
+                age(),
+            ],
+        },
+        Def {
+            group: "batch",
+            version: "v1",
+            kind: "Job",
+            plural: "jobs",
+            namespaced: true,
+            short: &[],
+            status: true,
+            generation: true,
+            builtin: Builtin::Job,
+            table: "batch/jobs",
+            columns: vec![
+                col("Status", "string", "#jobstatus()"),
+                col("Completions", "string", "#completions()"),
+                col("Duration", "string", "#jobduration()"),
+                age(),
+                wide(
+                    "Containers",
+                    "string",
+                    ".spec.template.spec.containers[*].name",
+                ),
+                wide(
+                    "Images",
+                    "string",
+                    ".spec.template.spec.containers[*].image",
+                ),
+                wide("Selector", "string", "#pairs(.spec.selector.matchLabels)"),
+            ],
+        },
+        Def {
+            group: "",
+            version: "v1",
+            kind: "Pod",
+            plural: "pods",
+            namespaced: true,
+            short: &["po"],
+            status: true,
+            generation: false,
+            builtin: Builtin::Pod,
+            table: "/pods",
+            columns: vec![
+                col("Ready", "string", "#podready()"),
+                col("Status", "string", "#podstatus()"),
+                col("Restarts", "string", "#restarts()"),
+                age(),
+                wide("IP", "string", "#none(.status.podIP)"),
+                wide("Node", "string", "#none(.spec.nodeName)"),
+                wide(
+                    "Nominated Node",
+                    "string",
+                    "#none(.status.nominatedNodeName)",
+                ),
+                wide("Readiness Gates", "string", "#none(.spec.readinessGates)"),
+            ],
+        },
     ];
     defs.into_iter()
         .map(|d| ResourceType {
@@ -422,6 +545,10 @@ pub fn prepare_for_create(rt: &ResourceType, obj: &mut Value) {
     if rt.builtin == Some(Builtin::Namespace) {
         namespaces::prepare_for_create(obj);
     }
+    if rt.builtin == Some(Builtin::Job) {
+        // The generated selector and labels belong to no field manager.
+        super::jobs::job_defaults::generate_selector(obj);
+    }
 }
 
 /// Defaulting and validation of Namespaces, Secrets, Events and Leases (`old` on updates).
@@ -443,6 +570,8 @@ pub fn admit(kind: Builtin, obj: &mut Value, old: Option<&Value>, causes: &mut V
             causes.extend(events::validate(&events::to_core(obj.clone()), true));
         }
         Builtin::Lease => validate_lease(&obj["spec"], causes),
+        Builtin::Job => super::jobs::admit_job(obj, old, causes),
+        Builtin::Pod => super::jobs::admit_pod(obj, old, causes),
         _ => {}
     }
 }

@@ -20,6 +20,9 @@ pub struct ClusterOptions {
     pub bookmark_interval: Duration,
     /// Watch duration when the client gives no `timeoutSeconds`.
     pub default_watch_timeout: Duration,
+    /// The kubelet model removes a deleted pod after its grace period, at most this long
+    /// (zero: at once). Changeable later: `TestCluster::set_termination_grace_cap`.
+    pub termination_grace_cap: Duration,
 }
 
 impl Default for ClusterOptions {
@@ -30,6 +33,7 @@ impl Default for ClusterOptions {
             history_limit: 50_000,
             bookmark_interval: Duration::from_secs(1),
             default_watch_timeout: Duration::from_secs(1800),
+            termination_grace_cap: super::jobs::DEFAULT_TERMINATION_GRACE_CAP,
         }
     }
 }
@@ -43,17 +47,21 @@ pub struct ClusterState {
     pub watch_epoch: tokio::sync::watch::Sender<u64>,
     /// The compiled RBAC policy (only service-account and impersonated requests use it).
     pub rbac: PolicyCache,
+    /// Settings of the job controller and kubelet model.
+    pub jobs: super::jobs::JobsSettings,
 }
 
 impl ClusterState {
     pub fn new(options: ClusterOptions) -> Self {
         let (watch_epoch, _) = tokio::sync::watch::channel(0);
+        let jobs = super::jobs::JobsSettings::new(options.termination_grace_cap);
         Self {
             store: Mutex::new(Store::new(options.history_limit)),
             options,
             faults: Faults::default(),
             watch_epoch,
             rbac: PolicyCache::default(),
+            jobs,
         }
     }
 

@@ -36,6 +36,8 @@ pub struct DeleteOpts {
     pub resource_version: Option<String>,
     /// `propagationPolicy` (or the deprecated `orphanDependents`); `None` is the kind's default.
     pub propagation: Option<Propagation>,
+    /// `gracePeriodSeconds` (only pods have a graceful deletion here: `jobs::grace`).
+    pub grace_period_seconds: Option<i64>,
 }
 
 impl DeleteOpts {
@@ -97,11 +99,17 @@ impl DeleteOpts {
             return Err(invalid("DeleteOptions", "meta.k8s.io", "", &causes));
         }
         let pre = &body["preconditions"];
+        let grace_period_seconds = if from_query {
+            query.get("gracePeriodSeconds").and_then(|g| g.parse().ok())
+        } else {
+            body["gracePeriodSeconds"].as_i64()
+        };
         Ok(Self {
             dry_run,
             uid: pre["uid"].as_str().map(String::from),
             resource_version: pre["resourceVersion"].as_str().map(String::from),
             propagation,
+            grace_period_seconds,
         })
     }
 }
@@ -197,6 +205,16 @@ pub fn delete(
     if rt.builtin == Some(Builtin::Namespace) {
         return delete_namespace(store, rt, name, old, opts);
     }
+    if rt.builtin == Some(Builtin::Pod) {
+        // A running pod terminates first: marked now, removed by the kubelet model.
+        use super::jobs::grace::{GraceStep, on_delete};
+        match on_delete(&old, opts.grace_period_seconds, jiff::Timestamp::now()) {
+            GraceStep::Pending => return Ok(old),
+            GraceStep::Mark(marked) if opts.dry_run => return Ok(marked),
+            GraceStep::Mark(marked) => return Ok(to_view(rt, put_stored(store, rt, marked))),
+            GraceStep::Now => {}
+        }
+    }
     if rt.builtin == Some(Builtin::CustomResourceDefinition)
         && !old["metadata"]["deletionTimestamp"].is_string()
         && !opts.dry_run
@@ -210,7 +228,8 @@ pub fn delete(
         }
         return Ok(value);
     }
-    let finalizers = gc_finalizers(&meta::finalizers(&old), opts.propagation);
+    let propagation = default_propagation(rt, &old, opts);
+    let finalizers = gc_finalizers(&meta::finalizers(&old), propagation);
     if !finalizers.is_empty() {
         let mut obj = old.clone();
         mark_as_deleting(&mut obj, &finalizers);
@@ -231,6 +250,17 @@ pub fn delete(
     }
     let removed = remove(store, rt, ns, name).map(|v| to_view(rt, v));
     Ok(deleted_response(rt, &removed.unwrap_or(old)))
+}
+
+/// The request's propagation policy, else the kind's default: `batch/v1` Jobs orphan their
+/// pods (the job strategy's `DefaultGarbageCollectionPolicy`, kept for compatibility) unless
+/// a `foregroundDeletion` finalizer says otherwise; other kinds need no finalizer.
+fn default_propagation(rt: &ResourceType, obj: &Value, opts: &DeleteOpts) -> Option<Propagation> {
+    let foreground = meta::finalizers(obj).iter().any(|f| f == gc::FOREGROUND);
+    match opts.propagation {
+        None if rt.builtin == Some(Builtin::Job) && !foreground => Some(Propagation::Orphan),
+        p => p,
+    }
 }
 
 /// A Namespace is marked Terminating, emptied, and removed once empty.

@@ -408,6 +408,7 @@ fn write_opts(
             options_kind,
         )?,
         sub,
+        user: None,
     })
 }
 
@@ -528,7 +529,8 @@ async fn resource(
         // The custom resource handler creates from the body whatever name the path has.
         (&Method::POST, name) if name.is_none() || rt.crd_name.is_some() => {
             let obj = decode::decode_object(&rt, &headers, &body)?;
-            let opts = write_opts(&params, &headers, None, "CreateOptions")?;
+            let mut opts = write_opts(&params, &headers, None, "CreateOptions")?;
+            opts.user = user.clone();
             let mut warnings = validation::duplicate_field_warnings(&rt, &body, opts.validation)?;
             let out = ops::create(
                 &mut cluster.store(),
@@ -546,7 +548,8 @@ async fn resource(
         }
         (&Method::PUT, Some(name)) => {
             let obj = decode::decode_object(&rt, &headers, &body)?;
-            let opts = write_opts(&params, &headers, t.sub.clone(), "UpdateOptions")?;
+            let mut opts = write_opts(&params, &headers, t.sub.clone(), "UpdateOptions")?;
+            opts.user = user.clone();
             let mut warnings = validation::duplicate_field_warnings(&rt, &body, opts.validation)?;
             let out = ops::update(
                 &mut cluster.store(),
@@ -560,9 +563,16 @@ async fn resource(
             warnings.extend(out.warnings);
             Ok(value_response(StatusCode::OK, &out.value, &warnings))
         }
-        (&Method::PATCH, Some(name)) => {
-            patch_object(&cluster, &rt, &t, name, &headers, &params, &body)
-        }
+        (&Method::PATCH, Some(name)) => patch_object(
+            &cluster,
+            &rt,
+            &t,
+            name,
+            &headers,
+            &params,
+            &body,
+            user.as_ref(),
+        ),
         (&Method::DELETE, Some(name)) => {
             let mut store = cluster.store();
             // Invalid options are reported only for an object that exists.
@@ -570,8 +580,16 @@ async fn resource(
                 ops::get_view(&store, &rt, &ns, name)?;
                 Err(e)
             })?;
+            let warnings = super::admission::validate_delete(
+                &store,
+                &rt,
+                &ns,
+                name,
+                user.as_ref(),
+                opts.dry_run,
+            )?;
             let v = ops::delete(&mut store, &rt, &ns, name, &opts)?;
-            Ok(json_response(StatusCode::OK, v.to_string()))
+            Ok(value_response(StatusCode::OK, &v, &warnings))
         }
         (&Method::DELETE, None) => {
             let opts = delete_opts(&body, &params)?;
@@ -581,6 +599,14 @@ async fn resource(
             q.limit = None;
             let page = list::list(&store, &rt, t.namespace.as_deref(), &q)?;
             for s in &page.items {
+                super::admission::validate_delete(
+                    &store,
+                    &rt,
+                    &s.namespace,
+                    &s.name,
+                    user.as_ref(),
+                    opts.dry_run,
+                )?;
                 match ops::delete(&mut store, &rt, &s.namespace, &s.name, &opts) {
                     Err(e) if e.code != 404 => return Err(e),
                     _ => {}
@@ -638,6 +664,7 @@ fn scale_subresource(
     Ok(json_response(StatusCode::OK, v.to_string()))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn patch_object(
     cluster: &ClusterState,
     rt: &Arc<ResourceType>,
@@ -646,13 +673,15 @@ fn patch_object(
     headers: &HeaderMap,
     params: &Params,
     body: &Bytes,
+    user: Option<&UserInfo>,
 ) -> ApiResult<Response> {
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|h| h.to_str().ok())
         .unwrap_or("");
     let ptype = patch::patch_type(ct, rt.crd_name.is_some())?;
-    let opts = write_opts(params, headers, t.sub.clone(), "PatchOptions")?;
+    let mut opts = write_opts(params, headers, t.sub.clone(), "PatchOptions")?;
+    opts.user = user.cloned();
     let mut store = cluster.store();
     if ptype == PatchType::Apply {
         let request = managed::ApplyRequest {

@@ -195,6 +195,18 @@ fn builtin_of(obj: &Value) -> Option<Builtin> {
     Some(match (api_version, obj["kind"].as_str().unwrap_or("")) {
         ("v1", "Namespace") => Builtin::Namespace,
         ("v1", "Secret") => Builtin::Secret,
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy") => {
+            Builtin::ValidatingAdmissionPolicy
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding") => {
+            Builtin::ValidatingAdmissionPolicyBinding
+        }
+        ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicy") => {
+            Builtin::MutatingAdmissionPolicy
+        }
+        ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicyBinding") => {
+            Builtin::MutatingAdmissionPolicyBinding
+        }
         ("v1", "ConfigMap") => Builtin::ConfigMap,
         ("v1", "Event") => Builtin::Event,
         ("events.k8s.io/v1", "Event") => Builtin::EventV1,
@@ -205,6 +217,8 @@ fn builtin_of(obj: &Value) -> Option<Builtin> {
         (_, "PodDisruptionBudget") => Builtin::PodDisruptionBudget,
         (_, "CustomResourceDefinition") => Builtin::CustomResourceDefinition,
         ("apps/v1", "Deployment") => Builtin::Deployment,
+        ("batch/v1", "Job") => Builtin::Job,
+        ("v1", "Pod") => Builtin::Pod,
         (_, "Role") => Builtin::Role,
         (_, "ClusterRole") => Builtin::ClusterRole,
         (_, "RoleBinding") => Builtin::RoleBinding,

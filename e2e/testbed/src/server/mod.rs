@@ -9,6 +9,7 @@
 //! is: tokens, impersonation), `rbac` (what they may do), `reviews` (SelfSubjectAccessReview
 //! and friends), `controllers` (token Secrets and aggregated ClusterRoles, after each commit).
 
+pub mod admission;
 pub mod apps;
 pub mod auth;
 pub mod builtin;
@@ -25,6 +26,7 @@ pub mod faults;
 pub mod gc;
 pub mod go_json;
 pub mod handlers;
+pub mod jobs;
 pub mod kubeconfig;
 pub mod label_parser;
 pub mod list;
@@ -100,6 +102,8 @@ pub struct TestCluster {
     state: Arc<ClusterState>,
     addr: SocketAddr,
     serving: Mutex<Option<Serving>>,
+    /// The job controller and kubelet model (`jobs::controller`).
+    jobs_task: JoinHandle<()>,
 }
 
 fn bind(addr: SocketAddr) -> Result<TcpListener, ServerError> {
@@ -121,10 +125,12 @@ impl TestCluster {
         let state = Arc::new(ClusterState::new(options));
         bootstrap(&state);
         let serving = spawn_server(listener, state.clone());
+        let jobs_task = jobs::controller::spawn(&state);
         Ok(Self {
             state,
             addr,
             serving: Mutex::new(Some(serving)),
+            jobs_task,
         })
     }
 
@@ -167,6 +173,11 @@ impl TestCluster {
 
     pub fn faults(&self) -> &Faults {
         &self.state.faults
+    }
+
+    /// Caps how long a deleted pod takes to go (`ClusterOptions::termination_grace_cap`).
+    pub fn set_termination_grace_cap(&self, cap: std::time::Duration) {
+        self.state.jobs.set_termination_grace_cap(cap);
     }
 
     pub fn kubeconfig(&self) -> String {
@@ -314,6 +325,7 @@ impl TestCluster {
 
 impl Drop for TestCluster {
     fn drop(&mut self) {
+        self.jobs_task.abort();
         if let Ok(mut guard) = self.serving.try_lock()
             && let Some(s) = guard.take()
         {

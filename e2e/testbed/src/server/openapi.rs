@@ -67,6 +67,21 @@ static BUILTIN: LazyLock<BuiltinDefs> = LazyLock::new(|| {
     add!("SelfSubjectAccessReview", SelfSubjectAccessReview);
     add!("SelfSubjectRulesReview", SelfSubjectRulesReview);
     add!("SelfSubjectReview", SelfSubjectReview);
+    {
+        use k8s_openapi::api::admissionregistration::v1 as ar;
+        add!("ValidatingAdmissionPolicy", ar::ValidatingAdmissionPolicy);
+        add!(
+            "ValidatingAdmissionPolicyBinding",
+            ar::ValidatingAdmissionPolicyBinding
+        );
+        add!("MutatingAdmissionPolicy", ar::MutatingAdmissionPolicy);
+        add!(
+            "MutatingAdmissionPolicyBinding",
+            ar::MutatingAdmissionPolicyBinding
+        );
+    }
+    add!("Job", k8s_openapi::api::batch::v1::Job);
+    add!("core/Pod", k8s_openapi::api::core::v1::Pod);
     // What custom resource operations refer to (openapi_crd::REFERENCED).
     generator.subschema_for::<ObjectMeta>();
     generator.subschema_for::<ListMeta>();
@@ -99,6 +114,12 @@ fn builtin_key(b: Builtin) -> &'static str {
         Builtin::SelfSubjectAccessReview => "SelfSubjectAccessReview",
         Builtin::SelfSubjectRulesReview => "SelfSubjectRulesReview",
         Builtin::SelfSubjectReview => "SelfSubjectReview",
+        Builtin::ValidatingAdmissionPolicy => "ValidatingAdmissionPolicy",
+        Builtin::ValidatingAdmissionPolicyBinding => "ValidatingAdmissionPolicyBinding",
+        Builtin::MutatingAdmissionPolicy => "MutatingAdmissionPolicy",
+        Builtin::MutatingAdmissionPolicyBinding => "MutatingAdmissionPolicyBinding",
+        Builtin::Job => "Job",
+        Builtin::Pod => "core/Pod",
     }
 }
 

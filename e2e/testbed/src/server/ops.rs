@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use super::admission;
 use super::crd;
 use super::error::{ApiError, ApiResult, Cause, invalid, invalid_value};
 use super::events;
@@ -25,6 +26,9 @@ pub struct WriteOpts {
     pub validation: FieldValidation,
     /// `Some("status")` for writes to the status subresource.
     pub sub: Option<String>,
+    /// Who asks (admission policies' `request.userInfo`); None for the administrator and
+    /// the testbed's own writes.
+    pub user: Option<super::auth::UserInfo>,
 }
 
 /// The result of a write, in the requested version's form.
@@ -183,8 +187,10 @@ fn generation_changed(rt: &ResourceType, a: &Value, b: &Value) -> bool {
         || bm.keys().filter(|k| !skip(k)).any(|k| !am.contains_key(k))
 }
 
-/// Kind-specific admission plus the CRD schema pipeline; fails with 422.
+/// Kind-specific admission plus the CRD schema pipeline (fails with 422), between the
+/// mutating and the validating admission policies.
 fn admit(
+    store: &Store,
     rt: &ResourceType,
     obj: &mut Value,
     old: Option<&Value>,
@@ -192,6 +198,28 @@ fn admit(
 ) -> ApiResult<Vec<String>> {
     validation::check_type_meta(rt, obj)?;
     let mut warnings = validation::decode_builtin(rt, obj, opts.validation)?;
+    let (namespace, name) = (
+        meta::namespace_of(obj).to_string(),
+        meta::name_of(obj).to_string(),
+    );
+    let policy_attrs = admission::Attributes {
+        rt,
+        operation: if old.is_some() {
+            admission::Operation::Update
+        } else {
+            admission::Operation::Create
+        },
+        namespace: &namespace,
+        name: &name,
+        sub: opts.sub.as_deref(),
+        user: opts.user.as_ref(),
+        dry_run: opts.dry_run,
+        uid: meta::new_uid(),
+    };
+    if admission::mutate(store, &policy_attrs, obj, old)? {
+        // What the policies wrote is decoded (and then defaulted and validated) as sent.
+        validation::decode_builtin(rt, obj, FieldValidation::Ignore)?;
+    }
     let mut causes: Vec<Cause> = Vec::new();
     validation::check_metadata(rt, obj, &mut causes);
     causes.extend(meta::check_owner_references(obj));
@@ -232,6 +260,7 @@ fn admit(
     if rt.crd_name.is_some() {
         warnings.extend(validation::admit_custom(rt, obj, old, opts.validation)?);
     }
+    warnings.extend(admission::validate(store, &policy_attrs, Some(obj), old)?);
     Ok(warnings)
 }
 
@@ -306,7 +335,7 @@ pub fn create(
     {
         m.remove("status");
     }
-    let warnings = admit(rt, &mut obj, None, opts)?;
+    let warnings = admit(store, rt, &mut obj, None, opts)?;
     managed::record(
         None,
         &mut obj,
@@ -477,7 +506,7 @@ pub fn update_from(
             obj["status"] = old["status"].clone();
         }
     }
-    let warnings = admit(rt, &mut obj, Some(&old), opts)?;
+    let warnings = admit(store, rt, &mut obj, Some(&old), opts)?;
     if rt.generation && generation_changed(rt, &obj, &old) {
         let g = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
         meta::metadata_mut(&mut obj).insert("generation".into(), json!(g));

@@ -32,6 +32,15 @@ pub enum Builtin {
     SelfSubjectRulesReview,
     /// `authentication.k8s.io/v1` (`kubectl auth whoami`): answered, never stored.
     SelfSubjectReview,
+    /// `admissionregistration.k8s.io/v1` admission policies and their bindings (`admission`).
+    ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding,
+    MutatingAdmissionPolicy,
+    MutatingAdmissionPolicyBinding,
+    /// `batch/v1` Job (admission and the job controller model in `jobs`).
+    Job,
+    /// core/v1 Pod (admission, graceful deletion and the kubelet model in `jobs`).
+    Pod,
 }
 
 impl Builtin {

@@ -19,7 +19,11 @@ pub fn cell(obj: &Value, path: &str) -> Option<Value> {
         "ready" => ready(obj),
         "roleref" => role_ref(obj),
         "subjects" => subjects(obj, arg),
-        _ => return None,
+        // Admission policies and bindings.
+        "paramkind" => super::admission::printers::param_kind(obj),
+        "paramref" => super::admission::printers::param_ref(obj),
+        // Jobs and pods (their printers live with the job controller model).
+        other => return super::jobs::cells::cell(obj, other),
     };
     Some(json!(text))
 }

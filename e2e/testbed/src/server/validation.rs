@@ -435,6 +435,20 @@ pub fn decode_builtin(
         Some(Builtin::ClusterRole) => roundtrip::<api::rbac::v1::ClusterRole>(obj),
         Some(Builtin::RoleBinding) => roundtrip::<api::rbac::v1::RoleBinding>(obj),
         Some(Builtin::ClusterRoleBinding) => roundtrip::<api::rbac::v1::ClusterRoleBinding>(obj),
+        Some(Builtin::ValidatingAdmissionPolicy) => {
+            roundtrip::<api::admissionregistration::v1::ValidatingAdmissionPolicy>(obj)
+        }
+        Some(Builtin::ValidatingAdmissionPolicyBinding) => {
+            roundtrip::<api::admissionregistration::v1::ValidatingAdmissionPolicyBinding>(obj)
+        }
+        Some(Builtin::MutatingAdmissionPolicy) => {
+            roundtrip::<api::admissionregistration::v1::MutatingAdmissionPolicy>(obj)
+        }
+        Some(Builtin::MutatingAdmissionPolicyBinding) => {
+            roundtrip::<api::admissionregistration::v1::MutatingAdmissionPolicyBinding>(obj)
+        }
+        Some(Builtin::Job) => roundtrip::<api::batch::v1::Job>(obj),
+        Some(Builtin::Pod) => roundtrip::<api::core::v1::Pod>(obj),
         Some(
             Builtin::CustomResourceDefinition
             | Builtin::SelfSubjectAccessReview
@@ -532,7 +546,9 @@ pub fn admit_builtin(
                 ));
             }
         }
-        Builtin::Event | Builtin::EventV1 => super::builtin::admit(b, obj, old, causes),
+        Builtin::Event | Builtin::EventV1 | Builtin::Job | Builtin::Pod => {
+            super::builtin::admit(b, obj, old, causes);
+        }
         Builtin::Service => super::apps::admit_service(obj, causes),
         Builtin::Deployment => super::apps::admit_deployment(obj, old, causes),
         Builtin::Role
@@ -540,6 +556,12 @@ pub fn admit_builtin(
         | Builtin::RoleBinding
         | Builtin::ClusterRoleBinding => {
             super::rbac::admission::admit(b, obj, old, causes);
+        }
+        Builtin::ValidatingAdmissionPolicy
+        | Builtin::ValidatingAdmissionPolicyBinding
+        | Builtin::MutatingAdmissionPolicy
+        | Builtin::MutatingAdmissionPolicyBinding => {
+            causes.extend(super::admission::admit_policy_object(b, obj));
         }
         Builtin::ConfigMap
         | Builtin::CustomResourceDefinition

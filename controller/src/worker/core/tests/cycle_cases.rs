@@ -502,3 +502,89 @@ fn owners_get_their_nominal_quota_before_anyone_borrows_it() {
         Outcome::Pending { .. }
     ));
 }
+
+/// Marks the admitted workload `key` as evicted but still holding its quota.
+fn mark_evicting(w: &mut World, key: &str) {
+    for (a, _) in &mut w.admitted {
+        if a.workload.key == key {
+            a.evicting = true;
+        }
+    }
+}
+
+#[test]
+fn an_evicting_workload_keeps_its_quota_and_is_never_chosen_again() {
+    let mut w = World::default();
+    let q = w.queue("cq", None, &[("default", 10)]);
+    w.admit(q, "default", workload("ns/stopping", 0, 1, 6), 1);
+    w.admit(q, "default", workload("ns/other", 0, 2, 4), 1);
+    mark_evicting(&mut w, "ns/stopping");
+    // Another preemptor needing 6 cannot take the stopping one's quota, nor choose it: only
+    // `other` (4) is left, which is not enough.
+    w.submit(q, workload("ns/second", 9, 3, 6));
+    let d = w.run();
+    assert!(
+        matches!(decision(&d, "ns/second").outcome, Outcome::Pending { .. }),
+        "{:?}",
+        decision(&d, "ns/second").outcome
+    );
+    // One that fits in what `other` frees chooses `other`.
+    let mut w2 = World::default();
+    let q = w2.queue("cq", None, &[("default", 10)]);
+    w2.admit(q, "default", workload("ns/stopping", 0, 1, 6), 1);
+    w2.admit(q, "default", workload("ns/other", 0, 2, 4), 1);
+    mark_evicting(&mut w2, "ns/stopping");
+    w2.submit(q, workload("ns/small", 9, 3, 4));
+    let d = w2.run();
+    assert_eq!(
+        victims(&decision(&d, "ns/small").outcome),
+        vec![("ns/other".to_string(), PreemptReason::InClusterQueue)]
+    );
+}
+
+#[test]
+fn a_preemptor_waits_for_an_evicting_victim_even_when_no_candidate_is_left() {
+    let mut w = World::default();
+    let q = w.queue("cq", None, &[("default", 10)]);
+    w.admit(q, "default", workload("ns/victim", 0, 1, 10), 1);
+    mark_evicting(&mut w, "ns/victim");
+    w.submit(q, workload("ns/preemptor", 9, 2, 6));
+    if let Some(p) = w.pending.last_mut() {
+        p.victims_in_flight = vec!["ns/victim".to_string()];
+    }
+    let d = w.run();
+    assert_eq!(
+        decision(&d, "ns/preemptor").outcome,
+        Outcome::Waiting {
+            victims: vec!["ns/victim".to_string()]
+        }
+    );
+    assert!(!decision(&d, "ns/preemptor").set_aside);
+}
+
+#[test]
+fn quota_freed_by_one_victim_is_held_for_its_preemptor_while_another_still_stops() {
+    // 4 CPUs; the preemptor (2 CPUs) evicted two 1-CPU victims: the first is gone and back in
+    // the queue, the second still stops. The CPU the first freed must not go to it again.
+    let mut w = World::default();
+    let q = w.queue("cq", None, &[("default", 4)]);
+    w.admit(q, "default", workload("ns/stopping", 0, 1, 1), 1);
+    w.admit(q, "default", workload("ns/keep-a", 0, 2, 1), 1);
+    w.admit(q, "default", workload("ns/keep-b", 0, 3, 1), 1);
+    mark_evicting(&mut w, "ns/stopping");
+    w.submit(q, workload("ns/preemptor", 9, 4, 2));
+    if let Some(p) = w.pending.last_mut() {
+        p.victims_in_flight = vec!["ns/stopping".to_string()];
+    }
+    w.submit(q, workload("ns/released", 0, 5, 1));
+    let d = w.run();
+    assert!(matches!(
+        decision(&d, "ns/preemptor").outcome,
+        Outcome::Waiting { .. }
+    ));
+    assert_ne!(
+        decision(&d, "ns/released").outcome,
+        Outcome::Admit,
+        "the freed CPU is held for the waiting preemptor"
+    );
+}

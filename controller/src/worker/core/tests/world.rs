@@ -107,6 +107,7 @@ impl World {
                 queue,
                 usage: Vec::new(),
                 admitted_at: at(admitted_at),
+                evicting: false,
             },
             vec![(flavor.to_string(), "cpu".to_string(), cpu)],
         ));

@@ -233,5 +233,25 @@ fn table(builtin: Builtin) -> Type {
             kind_with(vec![("*spec", strukt(vec![])), ("*status", strukt(vec![]))])
         }
         Builtin::SelfSubjectReview => kind_with(vec![("*status", strukt(vec![]))]),
+        Builtin::ValidatingAdmissionPolicy
+        | Builtin::ValidatingAdmissionPolicyBinding
+        | Builtin::MutatingAdmissionPolicy
+        | Builtin::MutatingAdmissionPolicyBinding => {
+            kind_with(vec![("*spec", Type::Untyped), ("*status", Type::Untyped)])
+        }
+        Builtin::Job => kind_with(vec![
+            (
+                "*spec",
+                strukt(vec![
+                    ("selector", label_selector()),
+                    ("*template", Type::Untyped),
+                ]),
+            ),
+            ("*status", strukt(vec![("conditions", conditions())])),
+        ]),
+        Builtin::Pod => kind_with(vec![
+            ("*spec", Type::Untyped),
+            ("*status", strukt(vec![("conditions", conditions())])),
+        ]),
     }
 }

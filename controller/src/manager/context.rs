@@ -1,0 +1,183 @@
+//! What the manager's reconcilers read and write through: the caches, the worker pool, the
+//! metrics, the event recorder, and the memory of gates opened but not yet in the caches.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use baton_crds::workload::Workload;
+use kube::runtime::events::Recorder;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, Resource, ResourceExt};
+
+use super::lifecycle::{ClusterState, ClusterView, LastKnown, LifecycleConfig};
+use super::replica::is_ours;
+use super::routing::{Route, RoutingSnapshot};
+use super::stores::ManagerStores;
+use super::workers::{WorkerPool, WorkerState};
+use crate::config::Configuration;
+use crate::metrics::Metrics;
+
+/// A reconcile that could not finish; it is retried.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("{action} on {cluster}: {source}")]
+    Api {
+        action: &'static str,
+        cluster: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl ReconcileError {
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ReconcileError::Api { action, .. } => action,
+        }
+    }
+}
+
+/// A replica whose gate we opened: the resourceVersion the write replaced, and what we wrote.
+pub type OpenedGate = (Option<String>, Workload);
+
+/// The caches and clients the reconciler reads and writes through.
+pub struct Context {
+    pub client: Client,
+    pub config: Configuration,
+    pub stores: ManagerStores,
+    pub pool: WorkerPool,
+    pub metrics: Arc<Metrics>,
+    pub recorder: Recorder,
+    /// Workloads with a replica waiting for its gate (for the gauge).
+    pub gated: Mutex<HashSet<String>>,
+    /// Gates we opened that the worker caches may not show yet: (cluster, `ns/name`) →
+    /// (the replica's resourceVersion before the write, the written replica). Without it a
+    /// reconcile right after an opening could see the gate still Closed and open a second
+    /// cluster's gate.
+    pub opened: Mutex<HashMap<(String, String), OpenedGate>>,
+    /// Told after every reconcile: the queues' counts may have changed.
+    pub queues_changed: Arc<tokio::sync::Notify>,
+}
+
+impl Context {
+    pub fn lifecycle_config(&self) -> LifecycleConfig {
+        LifecycleConfig {
+            orchestrated: self.config.orchestrated_preemption,
+            worker_lost_timeout: self.config.worker_lost_timeout,
+            preemption_timeout: self.config.single_cluster_preemption_timeout,
+            dispatcher: self.config.dispatcher.clone(),
+        }
+    }
+
+    pub fn routing(&self) -> RoutingSnapshot {
+        fn by_name<K: Resource<DynamicType = ()> + Clone>(
+            store: &Store<K>,
+            namespaced: bool,
+        ) -> BTreeMap<String, K> {
+            store
+                .state()
+                .iter()
+                .map(|o| {
+                    let key = match (namespaced, o.meta().namespace.as_deref()) {
+                        (true, Some(ns)) => {
+                            format!("{ns}/{}", o.meta().name.clone().unwrap_or_default())
+                        }
+                        _ => o.meta().name.clone().unwrap_or_default(),
+                    };
+                    (key, (**o).clone())
+                })
+                .collect()
+        }
+        RoutingSnapshot {
+            local_queues: by_name(&self.stores.local_queues, true),
+            cluster_queues: by_name(&self.stores.cluster_queues, false),
+            admission_checks: by_name(&self.stores.admission_checks, false),
+            configs: by_name(&self.stores.configs, false),
+        }
+    }
+
+    /// The cached replica, or the one we wrote if the cache has not caught up with it yet.
+    pub fn newest(&self, cluster: &str, cached: &Workload) -> Workload {
+        let id = (cluster.to_string(), workload_key(cached));
+        let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
+        match opened.get(&id) {
+            Some((replaced, written)) if *replaced == cached.resource_version() => written.clone(),
+            Some(_) => {
+                opened.remove(&id);
+                cached.clone()
+            }
+            None => cached.clone(),
+        }
+    }
+
+    /// Remembers a replica we wrote until the cache shows a newer version.
+    pub fn remember_opened(&self, cluster: &str, before: &Workload, written: Workload) {
+        let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
+        // Entries of replicas deleted before their cache caught up would linger: keep few.
+        if opened.len() > 10_000 {
+            opened.clear();
+        }
+        opened.insert(
+            (cluster.to_string(), workload_key(before)),
+            (before.resource_version(), written),
+        );
+    }
+
+    /// The route's clusters (those with a MultiKueueCluster) and our replicas on the connected ones.
+    pub fn observe(
+        &self,
+        route: Option<&Route>,
+        wl: &Workload,
+    ) -> (Vec<ClusterView>, BTreeMap<String, Workload>) {
+        let mut views = Vec::new();
+        let mut replicas = BTreeMap::new();
+        let key =
+            ObjectRef::<Workload>::new(&wl.name_any()).within(&wl.namespace().unwrap_or_default());
+        let names: Vec<String> = match route {
+            Some(r) => r.clusters.clone(),
+            // Not routed (any more): look everywhere for replicas to clean up.
+            None => self.pool.connected().into_iter().map(|(n, _)| n).collect(),
+        };
+        for name in names {
+            if self.stores.clusters.get(&ObjectRef::new(&name)).is_none() {
+                continue;
+            }
+            match self.pool.state(&name) {
+                WorkerState::Active(connected) => {
+                    if let Some(replica) = connected
+                        .replicas
+                        .get(&key)
+                        .filter(|r| is_ours(r, &self.config.origin))
+                    {
+                        replicas.insert(name.clone(), self.newest(&name, &replica));
+                    }
+                    views.push(ClusterView {
+                        name,
+                        state: ClusterState::Active,
+                    });
+                }
+                WorkerState::Down { since, last_known } => {
+                    let last_known = match last_known {
+                        Some(store) => LastKnown::Seen(
+                            store
+                                .get(&key)
+                                .filter(|r| is_ours(r, &self.config.origin))
+                                .map(|r| Box::new((*r).clone())),
+                        ),
+                        None => LastKnown::NeverSeen,
+                    };
+                    views.push(ClusterView {
+                        name,
+                        state: ClusterState::Unreachable { since, last_known },
+                    })
+                }
+            }
+        }
+        (views, replicas)
+    }
+}
+
+/// `namespace/name` of a Workload.
+pub fn workload_key(wl: &Workload) -> String {
+    format!("{}/{}", wl.namespace().unwrap_or_default(), wl.name_any())
+}

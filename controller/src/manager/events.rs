@@ -1,0 +1,45 @@
+//! Events on manager Workloads.
+
+use baton_crds::workload::Workload;
+use kube::Resource;
+use kube::runtime::events::{Event, EventType as KubeEventType};
+
+use super::context::Context;
+use super::lifecycle::EventType;
+
+/// Publishes an event on the manager Workload. Events about a worker name its
+/// MultiKueueCluster as the related object, so each cluster gets its own event series (the
+/// recorder aggregates by reason and related object, keeping the first message only).
+pub async fn publish(
+    ctx: &Context,
+    wl: &Workload,
+    type_: EventType,
+    reason: &str,
+    cluster: Option<&str>,
+    message: String,
+) {
+    let secondary = cluster.map(|name| k8s_openapi::api::core::v1::ObjectReference {
+        api_version: Some(format!("{}/{}", baton_crds::GROUP, baton_crds::VERSION)),
+        kind: Some("MultiKueueCluster".into()),
+        name: Some(name.to_string()),
+        ..Default::default()
+    });
+    let event = Event {
+        type_: match type_ {
+            EventType::Normal => KubeEventType::Normal,
+            EventType::Warning => KubeEventType::Warning,
+        },
+        reason: reason.to_string(),
+        note: Some(message),
+        action: reason.to_string(),
+        secondary,
+    };
+    // Events never hold up a decision: they are written in the background.
+    let recorder = ctx.recorder.clone();
+    let reference = wl.object_ref(&());
+    tokio::spawn(async move {
+        if let Err(e) = recorder.publish(&event, &reference).await {
+            tracing::debug!(error = %e, "cannot publish event");
+        }
+    });
+}

@@ -1,0 +1,153 @@
+//! Deleting replicas, each worker at the same time, and with each replica the copy of its
+//! manager Job there (so a replica never leaves a running Job behind). The copy of a
+//! finished workload is left to the Job adapter, which deletes it once its final status is
+//! on the manager Job.
+
+use std::collections::BTreeMap;
+
+use baton_crds::constants::MULTIKUEUE_GATE;
+use baton_crds::workload::{GateState, Workload};
+use k8s_openapi::api::batch::v1::Job;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, Preconditions};
+
+use super::{is_conflict, is_not_found};
+use crate::manager::context::{Context, ReconcileError};
+use crate::manager::events::publish;
+use crate::manager::lifecycle::{Deletion, EventType, FINISHED_REASON};
+use crate::manager::remote_job::is_copy_of;
+use crate::manager::workers::{Connected, WorkerState};
+use crate::metrics::Metrics;
+
+pub async fn run(
+    ctx: &Context,
+    wl: &Workload,
+    replicas: &BTreeMap<String, Workload>,
+    deletions: &[Deletion],
+) -> Result<(), ReconcileError> {
+    let ns = wl.namespace().unwrap_or_default();
+    let name = wl.name_any();
+    let requests = deletions.iter().filter_map(|deletion| {
+        let WorkerState::Active(worker) = ctx.pool.state(&deletion.cluster) else {
+            return None;
+        };
+        let api: Api<Workload> = Api::namespaced(worker.client.clone(), &ns);
+        let params = uid_precondition(replicas.get(&deletion.cluster).and_then(|r| r.uid()));
+        let name = name.clone();
+        let origin = ctx.config.origin.as_str();
+        Some(async move {
+            if deletion.reason != FINISHED_REASON {
+                delete_job_copies(&worker, &name, origin, &deletion.cluster).await;
+            }
+            (deletion, api.delete(&name, &params).await)
+        })
+    });
+    for (deletion, result) in futures::future::join_all(requests).await {
+        match result {
+            Ok(_) => deleted(ctx, wl, replicas, deletion).await,
+            Err(e) if is_not_found(&e) || is_conflict(&e) => {}
+            Err(source) => {
+                return Err(ReconcileError::Api {
+                    action: "delete replica",
+                    cluster: deletion.cluster.clone(),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Counts, logs and reports a replica deletion.
+async fn deleted(
+    ctx: &Context,
+    wl: &Workload,
+    replicas: &BTreeMap<String, Workload>,
+    deletion: &Deletion,
+) {
+    ctx.metrics
+        .replicas_deleted
+        .get_or_create(&Metrics::cluster(&deletion.cluster))
+        .inc();
+    let runs_there = wl.status.as_ref().and_then(|s| s.cluster_name.as_deref())
+        == Some(deletion.cluster.as_str());
+    if !runs_there
+        && replicas
+            .get(&deletion.cluster)
+            .is_some_and(may_have_preempted)
+    {
+        ctx.metrics
+            .wasted_preemptions
+            .get_or_create(&Metrics::cluster(&deletion.cluster))
+            .inc();
+    }
+    tracing::info!(workload = %wl.name_any(), cluster = %deletion.cluster, reason = %deletion.reason, "replica deleted");
+    let message = format!(
+        "removed the replica on {}: {}",
+        deletion.cluster, deletion.reason
+    );
+    publish(
+        ctx,
+        wl,
+        EventType::Normal,
+        "ReplicaRemoved",
+        Some(&deletion.cluster),
+        message,
+    )
+    .await;
+}
+
+/// Deletes our copies of the manager Job bound to replica `workload` on one worker; their
+/// pods go with them (background propagation). Failures are logged: the garbage collector
+/// and the Job adapter try again.
+pub async fn delete_job_copies(worker: &Connected, workload: &str, origin: &str, cluster: &str) {
+    for copy in worker.jobs.state() {
+        if !is_copy_of(&copy, workload, origin) {
+            continue;
+        }
+        if let Err(e) = delete_job_copy(worker, &copy).await {
+            tracing::warn!(%cluster, job = %copy.name_any(), error = %e, "cannot delete the Job copy");
+        }
+    }
+}
+
+/// Deletes one Job copy (by uid, so a newer Job of the same name is never touched), with its
+/// pods. Already gone counts as done.
+pub async fn delete_job_copy(worker: &Connected, copy: &Job) -> Result<(), kube::Error> {
+    let api: Api<Job> =
+        Api::namespaced(worker.client.clone(), &copy.namespace().unwrap_or_default());
+    let params = DeleteParams {
+        propagation_policy: Some(kube::api::PropagationPolicy::Background),
+        ..uid_precondition(copy.uid())
+    };
+    match api.delete(&copy.name_any(), &params).await {
+        Ok(_) => Ok(()),
+        Err(e) if is_not_found(&e) || is_conflict(&e) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+fn uid_precondition(uid: Option<String>) -> DeleteParams {
+    DeleteParams {
+        preconditions: uid.map(|uid| Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        }),
+        ..Default::default()
+    }
+}
+
+/// Whether a replica may have evicted work on its worker: it held quota there, or its gate
+/// was opened (orchestrated preemption lets it preempt only then).
+fn may_have_preempted(replica: &Workload) -> bool {
+    let gate_open =
+        baton_crds::gates::gate_state(replica, MULTIKUEUE_GATE) == Some(GateState::Open);
+    let reserved = replica.status.as_ref().is_some_and(|s| {
+        s.admission.is_some()
+            || baton_crds::conditions::is_condition_true(
+                &s.conditions,
+                baton_crds::constants::condition::QUOTA_RESERVED,
+            )
+    });
+    gate_open || reserved
+}

@@ -1,0 +1,92 @@
+//! Carrying out a lifecycle [`Plan`], one executor per step, in the plan's order: finalizer,
+//! deletions, creations, gate, status and events, finalizer removal. Every write uses the
+//! cached resourceVersion or uid; a conflict means "look again" (the next pass re-reads and
+//! re-decides).
+
+mod creations;
+pub mod deletions;
+mod finalizer;
+mod gate;
+mod status;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use baton_crds::workload::Workload;
+use kube::runtime::controller::Action;
+
+use super::context::{Context, ReconcileError};
+use super::lifecycle::Plan;
+
+/// A conflict means our cache was stale: look again soon, with fresh data.
+const AFTER_CONFLICT: Duration = Duration::from_millis(50);
+
+/// Carries out `plan` for manager Workload `wl`, whose replicas the plan was made from.
+pub async fn execute(
+    ctx: &Context,
+    wl: &Workload,
+    replicas: &BTreeMap<String, Workload>,
+    plan: Plan,
+) -> Result<Action, ReconcileError> {
+    if plan.add_finalizer {
+        // The patch changed the object; the next pass works from the new version.
+        return Ok(match finalizer::set(ctx, wl, true).await? {
+            Outcome::Done => Action::requeue(Duration::ZERO),
+            Outcome::Conflict => Action::requeue(AFTER_CONFLICT),
+        });
+    }
+    deletions::run(ctx, wl, replicas, &plan.delete).await?;
+    creations::run(ctx, wl, &plan.create).await;
+    if let Some(opening) = &plan.open_gate
+        && gate::open(ctx, wl, replicas, opening).await? == Outcome::Conflict
+    {
+        return Ok(Action::requeue(AFTER_CONFLICT));
+    }
+    if status::write(ctx, wl, &plan).await? == Outcome::Conflict {
+        return Ok(Action::requeue(AFTER_CONFLICT));
+    }
+    if plan.remove_finalizer {
+        return Ok(match finalizer::set(ctx, wl, false).await? {
+            Outcome::Done => Action::await_change(),
+            Outcome::Conflict => Action::requeue(AFTER_CONFLICT),
+        });
+    }
+    Ok(match plan.requeue_after {
+        Some(after) => Action::requeue(after),
+        // A periodic look even when idle, so a lost event never strands a workload.
+        None => Action::requeue(Duration::from_secs(300)),
+    })
+}
+
+/// How a write ended when it did not fail.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    Done,
+    /// Refused because our copy was stale.
+    Conflict,
+}
+
+fn is_conflict(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 409)
+}
+
+fn is_not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404)
+}
+
+/// A conflict is an outcome; any other error fails the reconcile.
+fn conflict_or(
+    e: kube::Error,
+    action: &'static str,
+    cluster: &str,
+) -> Result<Outcome, ReconcileError> {
+    if is_conflict(&e) {
+        Ok(Outcome::Conflict)
+    } else {
+        Err(ReconcileError::Api {
+            action,
+            cluster: cluster.to_string(),
+            source: e,
+        })
+    }
+}

@@ -1,0 +1,150 @@
+//! The MultiKueue Job adapter, as a pure plan (DESIGN.md §8): a queued manager Job with
+//! `spec.managedBy: kueue.x-k8s.io/multikueue` gets a manager Workload (built by
+//! [`crate::jobs::workload_for_job`], the code the workers use), which is dispatched like
+//! any other. The rule for the Job's copies on the workers:
+//!
+//! - only the winner (the manager Workload's `status.clusterName`, admitted there, its
+//!   replica holding quota and not evicted) gets a copy, and only once;
+//! - a copy anywhere else is deleted at once (a loser's, or one left from an earlier
+//!   dispatch);
+//! - while the winner's copy exists, the manager Job's status is the copy's;
+//! - when the workload finished, the copy goes once its final status is on the manager Job;
+//! - when the winner's copy is gone and the workload did not finish, the manager Job shows
+//!   nothing running (its counts of active, ready and terminating pods go to zero).
+//!
+//! Deleting the manager Job deletes its Workload (owner reference), whose replicas and
+//! copies the lifecycle removes.
+
+use std::collections::BTreeMap;
+
+use baton_crds::Workload;
+use baton_crds::conditions::is_condition_true;
+use baton_crds::constants::condition;
+use k8s_openapi::api::batch::v1::{Job, JobStatus};
+
+use super::remote_job::mirrored_status;
+use crate::jobs::{is_managed_by_multikueue, queue_name};
+
+/// What the adapter reads about one manager Job.
+pub struct JobObservation<'a> {
+    pub job: &'a Job,
+    /// The Job's manager Workload, if it exists.
+    pub workload: Option<&'a Workload>,
+    /// The winner's replica, when the workload has a winner that is connected.
+    pub winner_replica: Option<&'a Workload>,
+    /// Our copies of this Job on connected workers, by cluster.
+    pub copies: &'a BTreeMap<String, Job>,
+    /// Whether the winner's Job copies are known (its Job cache is synced).
+    pub winner_jobs_known: bool,
+}
+
+/// Why a copy is deleted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CopyDeletion {
+    pub cluster: String,
+    pub reason: String,
+}
+
+/// What the shell must do for one manager Job.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JobPlan {
+    pub create_workload: bool,
+    /// Create the copy on this cluster.
+    pub create_copy: Option<String>,
+    pub delete_copies: Vec<CopyDeletion>,
+    /// The manager Job's new status, when it changes.
+    pub status: Option<JobStatus>,
+}
+
+/// Whether the manager handles this Job: queued, for MultiKueue, and not being deleted.
+pub fn is_multikueue_job(job: &Job) -> bool {
+    queue_name(job).is_some()
+        && is_managed_by_multikueue(job)
+        && job.metadata.deletion_timestamp.is_none()
+}
+
+/// Plans the next step for one manager Job.
+pub fn decide(obs: &JobObservation<'_>) -> JobPlan {
+    let mut plan = JobPlan::default();
+    if !is_multikueue_job(obs.job) {
+        return plan;
+    }
+    let Some(workload) = obs.workload else {
+        plan.create_workload = true;
+        return plan;
+    };
+    let status = workload.status.as_ref();
+    let winner = status.and_then(|s| s.cluster_name.as_deref());
+    let finished = status.is_some_and(|s| is_condition_true(&s.conditions, condition::FINISHED));
+    let current = obs.job.status.clone().unwrap_or_default();
+
+    for (cluster, copy) in obs.copies {
+        if Some(cluster.as_str()) != winner {
+            let reason = match winner {
+                Some(w) => format!("the workload runs on {w}"),
+                None => "the workload is not admitted on any worker".to_string(),
+            };
+            plan.delete_copies.push(CopyDeletion {
+                cluster: cluster.clone(),
+                reason,
+            });
+            continue;
+        }
+        let mirrored = mirrored_status(copy);
+        if mirrored != current {
+            plan.status = Some(mirrored);
+        } else if finished {
+            plan.delete_copies.push(CopyDeletion {
+                cluster: cluster.clone(),
+                reason: "the workload finished".into(),
+            });
+        }
+    }
+
+    let copy_on_winner = winner.is_some_and(|w| obs.copies.contains_key(w));
+    if let Some(w) = winner
+        && !copy_on_winner
+        && !finished
+        && obs.winner_jobs_known
+        && admitted(workload)
+        && obs.winner_replica.is_some_and(holds_quota)
+    {
+        plan.create_copy = Some(w.to_string());
+    }
+    if !copy_on_winner && !finished {
+        let idle = idle(&current);
+        if idle != current {
+            plan.status = Some(idle);
+        }
+    }
+    plan
+}
+
+fn admitted(workload: &Workload) -> bool {
+    workload
+        .status
+        .as_ref()
+        .is_some_and(|s| is_condition_true(&s.conditions, condition::ADMITTED))
+}
+
+/// The replica still holds quota on its worker and is not being evicted.
+fn holds_quota(replica: &Workload) -> bool {
+    replica.status.as_ref().is_some_and(|s| {
+        is_condition_true(&s.conditions, condition::QUOTA_RESERVED)
+            && !is_condition_true(&s.conditions, condition::EVICTED)
+    })
+}
+
+/// A status that says no pod runs for the Job now; what it did before stays.
+fn idle(status: &JobStatus) -> JobStatus {
+    let zero = |n: Option<i32>| n.map(|_| 0);
+    JobStatus {
+        active: zero(status.active),
+        ready: zero(status.ready),
+        terminating: zero(status.terminating),
+        ..status.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,254 @@
+//! The manager's Job reconciler (the MultiKueue Job adapter's shell): read the manager Job,
+//! its Workload, the winner's replica and the Job's copies on the workers from the caches,
+//! call [`job_adapter::decide`], and carry the plan out. Runs beside the Workload
+//! reconciler with the same [`Context`]; it is woken by changes of manager Jobs, of the
+//! Workloads they own, and of their copies on the workers.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_crds::Workload;
+use futures::FutureExt;
+use k8s_openapi::api::batch::v1::{Job, JobStatus};
+use kube::api::{Api, PostParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType};
+use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
+
+use super::context::{Context, ReconcileError};
+use super::execute::deletions::delete_job_copy;
+use super::job_adapter::{self, JobObservation, JobPlan};
+use super::remote_job::{build_remote_job, is_copy_of};
+use super::workers::WorkerState;
+use crate::jobs::{workload_for_job, workload_name};
+use crate::metrics::ErrorLabel;
+
+/// How soon a Job is looked at again after a conflict (our cache was stale).
+const AFTER_CONFLICT: Duration = Duration::from_millis(50);
+
+/// Reconciles one manager Job.
+pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    if !job_adapter::is_multikueue_job(&job) {
+        return Ok(Action::await_change());
+    }
+    let namespace = job.namespace().unwrap_or_default();
+    let workload_name = workload_name(&job);
+    let workload = ctx
+        .stores
+        .workloads
+        .get(&ObjectRef::new(&workload_name).within(&namespace))
+        .filter(|wl| owned_by(wl, &job));
+    let winner = workload
+        .as_ref()
+        .and_then(|wl| wl.status.as_ref())
+        .and_then(|s| s.cluster_name.clone());
+    let mut copies = BTreeMap::new();
+    let mut winner_replica = None;
+    let mut winner_jobs_known = false;
+    for (cluster, worker) in ctx.pool.connected() {
+        for copy in worker.jobs.state() {
+            if copy.namespace().as_deref() == Some(namespace.as_str())
+                && is_copy_of(&copy, &workload_name, &ctx.config.origin)
+            {
+                copies.insert(cluster.clone(), (*copy).clone());
+            }
+        }
+        if winner.as_deref() == Some(cluster.as_str()) {
+            winner_replica = worker
+                .replicas
+                .get(&ObjectRef::new(&workload_name).within(&namespace))
+                .map(|r| (*r).clone());
+            winner_jobs_known = worker.jobs.wait_until_ready().now_or_never().is_some();
+        }
+    }
+    let plan = job_adapter::decide(&JobObservation {
+        job: &job,
+        workload: workload.as_deref(),
+        winner_replica: winner_replica.as_ref(),
+        copies: &copies,
+        winner_jobs_known,
+    });
+    execute(&ctx, &job, &workload_name, &copies, plan).await
+}
+
+/// Whether the Workload is the one this Job owns (not one of an earlier Job of that name).
+fn owned_by(wl: &Workload, job: &Job) -> bool {
+    wl.owner_references()
+        .iter()
+        .any(|o| o.kind == "Job" && Some(&o.uid) == job.metadata.uid.as_ref())
+}
+
+async fn execute(
+    ctx: &Context,
+    job: &Job,
+    workload_name: &str,
+    copies: &BTreeMap<String, Job>,
+    plan: JobPlan,
+) -> Result<Action, ReconcileError> {
+    if plan.create_workload {
+        return create_workload(ctx, job).await;
+    }
+    for deletion in &plan.delete_copies {
+        let (Some(copy), WorkerState::Active(worker)) = (
+            copies.get(&deletion.cluster),
+            ctx.pool.state(&deletion.cluster),
+        ) else {
+            continue;
+        };
+        delete_job_copy(&worker, copy)
+            .await
+            .map_err(|source| ReconcileError::Api {
+                action: "delete Job copy",
+                cluster: deletion.cluster.clone(),
+                source,
+            })?;
+        tracing::info!(job = %job.name_any(), cluster = %deletion.cluster, reason = %deletion.reason, "Job copy deleted");
+        publish(
+            ctx,
+            job,
+            EventType::Normal,
+            "JobCopyDeleted",
+            format!(
+                "deleted the Job's copy on {}: {}",
+                deletion.cluster, deletion.reason
+            ),
+        );
+    }
+    if let Some(cluster) = &plan.create_copy
+        && let WorkerState::Active(worker) = ctx.pool.state(cluster)
+    {
+        let copy = build_remote_job(job, workload_name, &ctx.config.origin);
+        let api: Api<Job> =
+            Api::namespaced(worker.client.clone(), &job.namespace().unwrap_or_default());
+        match api.create(&PostParams::default(), &copy).await {
+            Ok(_) => {
+                tracing::info!(job = %job.name_any(), %cluster, "Job copy created");
+                publish(
+                    ctx,
+                    job,
+                    EventType::Normal,
+                    "JobCopyCreated",
+                    format!("created the Job on {cluster}, where its workload was admitted"),
+                );
+            }
+            // A copy we made already exists: the cache will show it.
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(source) => {
+                return Err(ReconcileError::Api {
+                    action: "create Job copy",
+                    cluster: cluster.clone(),
+                    source,
+                });
+            }
+        }
+    }
+    if let Some(status) = &plan.status {
+        return write_status(ctx, job, status).await;
+    }
+    // A periodic look even when idle, so a lost event never strands a Job.
+    Ok(Action::requeue(Duration::from_secs(300)))
+}
+
+/// Creates the Job's manager Workload; a Job that cannot have one gets a Warning event.
+async fn create_workload(ctx: &Context, job: &Job) -> Result<Action, ReconcileError> {
+    let workload = match workload_for_job(job) {
+        Ok(workload) => workload,
+        Err(problem) => {
+            tracing::warn!(job = %job.name_any(), "{problem}");
+            ctx.metrics
+                .reconcile_errors
+                .get_or_create(&ErrorLabel {
+                    reason: "InvalidJob".into(),
+                })
+                .inc();
+            publish(
+                ctx,
+                job,
+                EventType::Warning,
+                "InvalidJob",
+                problem.to_string(),
+            );
+            return Ok(Action::await_change());
+        }
+    };
+    let api: Api<Workload> =
+        Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+    match api.create(&PostParams::default(), &workload).await {
+        Ok(created) => {
+            publish(
+                ctx,
+                job,
+                EventType::Normal,
+                "CreatedWorkload",
+                format!(
+                    "Created Workload: {}/{}",
+                    created.namespace().unwrap_or_default(),
+                    created.name_any()
+                ),
+            );
+            Ok(Action::await_change())
+        }
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(Action::requeue(AFTER_CONFLICT)),
+        Err(source) => Err(ReconcileError::Api {
+            action: "create workload",
+            cluster: "manager".into(),
+            source,
+        }),
+    }
+}
+
+/// Mirrors the copy's status onto the manager Job (a merge patch of the whole status, guarded
+/// by the resourceVersion it was computed from).
+async fn write_status(
+    ctx: &Context,
+    job: &Job,
+    status: &JobStatus,
+) -> Result<Action, ReconcileError> {
+    let api: Api<Job> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+    let mut replaced = job.clone();
+    replaced.status = Some(status.clone());
+    match api
+        .replace_status(&job.name_any(), &PostParams::default(), &replaced)
+        .await
+    {
+        Ok(_) => Ok(Action::requeue(Duration::from_secs(300))),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(Action::requeue(AFTER_CONFLICT)),
+        Err(source) => Err(ReconcileError::Api {
+            action: "write Job status",
+            cluster: "manager".into(),
+            source,
+        }),
+    }
+}
+
+/// Publishes an event on the manager Job in the background.
+fn publish(ctx: &Context, job: &Job, type_: EventType, reason: &str, note: String) {
+    let event = Event {
+        type_,
+        reason: reason.to_string(),
+        note: Some(note),
+        action: reason.to_string(),
+        secondary: None,
+    };
+    let recorder = ctx.recorder.clone();
+    let reference = job.object_ref(&());
+    tokio::spawn(async move {
+        if let Err(e) = recorder.publish(&event, &reference).await {
+            tracing::debug!(error = %e, "cannot publish event");
+        }
+    });
+}
+
+/// Retries failed Job reconciles after a short pause, counting the failure.
+pub fn error_policy(_job: Arc<Job>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
+    tracing::warn!(%error, "Job reconcile failed");
+    ctx.metrics
+        .reconcile_errors
+        .get_or_create(&ErrorLabel {
+            reason: error.reason().to_string(),
+        })
+        .inc();
+    Action::requeue(Duration::from_secs(2))
+}

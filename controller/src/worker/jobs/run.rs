@@ -1,0 +1,367 @@
+//! The Job reconcile loop: its own task, woken by changes to Jobs, Workloads and
+//! ResourceFlavors (the last two shared with the scheduling loop's caches), batched like the
+//! scheduler. Each pass builds the views, plans every Job, and sends the writes, each
+//! guarded by the resourceVersion (or uid) it was computed from; a conflict is simply
+//! planned again on a later pass.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use baton_crds::{ResourceFlavor, Workload};
+use chrono::Utc;
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::runtime::events::{Event, Recorder, Reporter};
+use kube::runtime::reflector::Store;
+use kube::{Client, Resource, ResourceExt};
+use tokio::sync::mpsc;
+
+use super::plan::{JobEvent, JobWrite, Plan, plan};
+use super::view::{Binding, orphans, views};
+use crate::jobs::{FlavorPlacement, workload_name};
+use crate::metrics::{ErrorLabel, Metrics};
+use crate::shutdown::Shutdown;
+use crate::watch::synced;
+
+/// Wait after a change for more changes to batch into one pass.
+const BATCH_WINDOW: Duration = Duration::from_millis(5);
+/// A full pass this often (orphan grace, anything a lost wake-up missed).
+const RESYNC: Duration = Duration::from_secs(10);
+/// A conflict is planned again after this (the newer object is on its way to the cache).
+const RETRY_AFTER_CONFLICT: Duration = Duration::from_millis(200);
+/// Other failed writes are tried again after this.
+const RETRY_AFTER_ERROR: Duration = Duration::from_secs(2);
+const WRITE_CONCURRENCY: usize = 16;
+/// How long the cache may lag a write before the object is planned again anyway.
+const STALE_FOR: Duration = Duration::from_secs(5);
+
+/// The caches the loop reads.
+pub struct JobCaches {
+    pub jobs: Store<Job>,
+    pub workloads: Store<Workload>,
+    pub flavors: Store<ResourceFlavor>,
+}
+
+struct Shell {
+    client: Client,
+    recorder: Recorder,
+    metrics: Arc<Metrics>,
+    caches: JobCaches,
+    wake: mpsc::UnboundedSender<()>,
+}
+
+/// What the loop remembers between passes.
+#[derive(Default)]
+struct LoopState {
+    /// Objects written, by `Kind/namespace/name`, with the resourceVersion the write replaced
+    /// (`None`: created), and when. While the cache still shows that version the object is
+    /// not planned again, for at most [`STALE_FOR`] (a write that changed nothing leaves
+    /// the version as it was).
+    written: HashMap<String, (Option<String>, Instant)>,
+    /// Problems already published (Job uid, reason, message): each goes out once.
+    reported: HashSet<(String, &'static str, String)>,
+}
+
+/// A write, the Job it is for (events go on it) and the event once it lands.
+type Step = (Option<Arc<Job>>, JobWrite, Option<JobEvent>);
+
+/// Runs the Job loop until `shutdown`. `woken` ticks on changes to the caches.
+pub async fn run(
+    client: Client,
+    caches: JobCaches,
+    wake: mpsc::UnboundedSender<()>,
+    mut woken: mpsc::UnboundedReceiver<()>,
+    metrics: Arc<Metrics>,
+    shutdown: Shutdown,
+) {
+    let stop = shutdown.requested();
+    tokio::pin!(stop);
+    // Jobs are optional: without permission to list them the scheduler runs on, and the
+    // watch logs why this loop never starts.
+    tokio::select! {
+        _ = synced(&caches.jobs) => {}
+        _ = &mut stop => return,
+    }
+    tracing::info!("Job cache synced; reconciling Jobs");
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "baton-worker".into(),
+            instance: std::env::var("POD_NAME").ok(),
+        },
+    );
+    let shell = Shell {
+        client,
+        recorder,
+        metrics,
+        caches,
+        wake,
+    };
+    let mut state = LoopState::default();
+    let mut resync = tokio::time::interval(RESYNC);
+    loop {
+        tokio::select! {
+            woke = woken.recv() => if woke.is_none() { break },
+            _ = resync.tick() => {}
+            _ = &mut stop => break,
+        }
+        tokio::time::sleep(BATCH_WINDOW).await;
+        while woken.try_recv().is_ok() {}
+        pass(&shell, &mut state).await;
+    }
+}
+
+fn key(kind: &str, namespace: Option<String>, name: String) -> String {
+    format!("{kind}/{}/{name}", namespace.unwrap_or_default())
+}
+
+async fn pass(shell: &Shell, state: &mut LoopState) {
+    let now = Utc::now();
+    let jobs = shell.caches.jobs.state();
+    let workloads = shell.caches.workloads.state();
+    let flavors: HashMap<String, FlavorPlacement> = shell
+        .caches
+        .flavors
+        .state()
+        .iter()
+        .map(|f| (f.name_any(), FlavorPlacement::from(f.as_ref())))
+        .collect();
+
+    // Skip objects whose cache still shows what the last write replaced.
+    let mut still_stale = HashSet::new();
+    let mut is_stale = |k: String, version: Option<String>| {
+        let stale = state
+            .written
+            .get(&k)
+            .is_some_and(|(v, at)| *v == version && at.elapsed() < STALE_FOR);
+        if stale {
+            still_stale.insert(k);
+        }
+        stale
+    };
+    let mut writes: Vec<Step> = Vec::new();
+    let by_uid: HashMap<&str, &Arc<Job>> = jobs
+        .iter()
+        .filter_map(|j| j.metadata.uid.as_deref().map(|u| (u, j)))
+        .collect();
+    let mut problems = Vec::new();
+    for view in views(&jobs, &workloads, &flavors) {
+        let job = view.job;
+        if is_stale(
+            key("Job", job.namespace(), job.name_any()),
+            job.resource_version(),
+        ) {
+            continue;
+        }
+        let bound = match view.binding {
+            Binding::Bound(w) | Binding::PrebuiltUnowned(w) | Binding::PrebuiltTaken(w) => {
+                (w.namespace(), w.name_any(), w.resource_version())
+            }
+            Binding::Unbound => (job.namespace(), workload_name(job), None),
+            Binding::PrebuiltMissing(name) => (job.namespace(), name.to_string(), None),
+        };
+        if is_stale(key("Workload", bound.0, bound.1), bound.2) {
+            continue;
+        }
+        let Plan { write, event } = plan(&view, now);
+        let owner = job
+            .metadata
+            .uid
+            .as_deref()
+            .and_then(|u| by_uid.get(u))
+            .map(|j| (*j).clone());
+        match write {
+            Some(write) => writes.push((owner, write, event)),
+            None => {
+                if let (Some(event), Some(job)) = (event, owner) {
+                    problems.push((job, event));
+                }
+            }
+        }
+    }
+    for wl in orphans(&jobs, &workloads, now) {
+        writes.push((
+            None,
+            JobWrite::DeleteWorkload(Box::new((*wl).clone())),
+            None,
+        ));
+    }
+    state.written.retain(|k, _| still_stale.contains(k));
+
+    let uids: HashSet<&str> = by_uid.keys().copied().collect();
+    state
+        .reported
+        .retain(|(uid, _, _)| uids.contains(uid.as_str()));
+    for (job, event) in problems {
+        let id = (
+            job.metadata.uid.clone().unwrap_or_default(),
+            event.reason,
+            event.message.clone(),
+        );
+        if state.reported.insert(id) {
+            tracing::warn!(job = %format!("{}/{}", job.namespace().unwrap_or_default(), job.name_any()), reason = event.reason, "{}", event.message);
+            publish(shell, &job, event);
+        }
+    }
+    execute(shell, state, writes).await;
+}
+
+async fn execute(shell: &Shell, state: &mut LoopState, writes: Vec<Step>) {
+    let results: Vec<(Option<Written>, Result<(), kube::Error>)> =
+        futures::stream::iter(writes.into_iter().map(|(job, write, event)| async move {
+            let target = written_key(&write);
+            let result = send(&shell.client, &write).await;
+            if result.is_ok()
+                && let (Some(job), Some(event)) = (job, event)
+            {
+                publish(shell, &job, event);
+            }
+            (target, result)
+        }))
+        .buffer_unordered(WRITE_CONCURRENCY)
+        .collect()
+        .await;
+    for (target, result) in results {
+        let what = target.as_ref().map(|(k, _)| k.clone()).unwrap_or_default();
+        match result {
+            Ok(()) => {
+                if let Some((k, version)) = target {
+                    state.written.insert(k, (version, Instant::now()));
+                }
+            }
+            // Someone wrote first (or the cache lagged our own create): plan again soon.
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                tracing::debug!(object = %what, "conflict; planning again");
+                wake_after(shell, RETRY_AFTER_CONFLICT);
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 => {
+                tracing::debug!(object = %what, "gone before the write");
+            }
+            Err(e) => {
+                tracing::warn!(object = %what, error = %e, "Job reconcile write failed; retrying in {}s", RETRY_AFTER_ERROR.as_secs());
+                shell
+                    .metrics
+                    .reconcile_errors
+                    .get_or_create(&ErrorLabel {
+                        reason: "JobWrite".into(),
+                    })
+                    .inc();
+                wake_after(shell, RETRY_AFTER_ERROR);
+            }
+        }
+    }
+}
+
+fn wake_after(shell: &Shell, delay: Duration) {
+    let wake = shell.wake.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(delay).await;
+        let _ = wake.send(());
+    });
+}
+
+/// The object a write changes and the resourceVersion it replaced (`None`: created).
+type Written = (String, Option<String>);
+
+/// What `write` changes, for [`LoopState::written`]; `None` for deletions.
+fn written_key(write: &JobWrite) -> Option<Written> {
+    match write {
+        JobWrite::CreateWorkload(wl) => {
+            Some((key("Workload", wl.namespace(), wl.name_any()), None))
+        }
+        JobWrite::AdoptWorkload(wl) | JobWrite::WorkloadStatus { workload: wl, .. } => Some((
+            key("Workload", wl.namespace(), wl.name_any()),
+            wl.resource_version(),
+        )),
+        JobWrite::UpdateJob(job) | JobWrite::ClearStartTime(job) => Some((
+            key("Job", job.namespace(), job.name_any()),
+            job.resource_version(),
+        )),
+        JobWrite::DeleteWorkload(_) => None,
+    }
+}
+
+async fn send(client: &Client, write: &JobWrite) -> Result<(), kube::Error> {
+    match write {
+        JobWrite::CreateWorkload(wl) => {
+            let api: Api<Workload> =
+                Api::namespaced(client.clone(), &wl.namespace().unwrap_or_default());
+            api.create(&PostParams::default(), wl).await.map(drop)
+        }
+        JobWrite::AdoptWorkload(wl) => {
+            let api: Api<Workload> =
+                Api::namespaced(client.clone(), &wl.namespace().unwrap_or_default());
+            let patch = serde_json::json!({"metadata": {
+                "resourceVersion": wl.resource_version(),
+                "ownerReferences": wl.metadata.owner_references,
+            }});
+            api.patch(
+                &wl.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map(drop)
+        }
+        JobWrite::UpdateJob(job) => {
+            let api: Api<Job> =
+                Api::namespaced(client.clone(), &job.namespace().unwrap_or_default());
+            api.replace(&job.name_any(), &PostParams::default(), job)
+                .await
+                .map(drop)
+        }
+        JobWrite::ClearStartTime(job) => {
+            let api: Api<Job> =
+                Api::namespaced(client.clone(), &job.namespace().unwrap_or_default());
+            let patch = serde_json::json!({
+                "metadata": {"resourceVersion": job.resource_version()},
+                "status": {"startTime": null},
+            });
+            api.patch_status(
+                &job.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map(drop)
+        }
+        JobWrite::WorkloadStatus { workload, status } => {
+            crate::worker::run::write_status(client, workload, status)
+                .await
+                .map(drop)
+        }
+        JobWrite::DeleteWorkload(wl) => {
+            let api: Api<Workload> =
+                Api::namespaced(client.clone(), &wl.namespace().unwrap_or_default());
+            let params = DeleteParams {
+                preconditions: Some(Preconditions {
+                    uid: wl.metadata.uid.clone(),
+                    resource_version: None,
+                }),
+                ..DeleteParams::background()
+            };
+            tracing::info!(workload = %format!("{}/{}", wl.namespace().unwrap_or_default(), wl.name_any()), "deleting a Workload whose Job is gone");
+            api.delete(&wl.name_any(), &params).await.map(drop)
+        }
+    }
+}
+
+/// Publishes an event on the Job in the background: events never hold up a write.
+fn publish(shell: &Shell, job: &Job, event: JobEvent) {
+    let recorder = shell.recorder.clone();
+    let reference = job.object_ref(&());
+    let event = Event {
+        type_: event.type_,
+        reason: event.reason.to_string(),
+        note: Some(event.message),
+        action: event.reason.to_string(),
+        secondary: None,
+    };
+    tokio::spawn(async move {
+        if let Err(e) = recorder.publish(&event, &reference).await {
+            tracing::debug!(error = %e, "cannot publish event");
+        }
+    });
+}
