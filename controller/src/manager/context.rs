@@ -57,6 +57,11 @@ pub struct Context {
     pub opened: Mutex<HashMap<(String, String), OpenedGate>>,
     /// Told after every reconcile: the queues' counts may have changed.
     pub queues_changed: Arc<tokio::sync::Notify>,
+    /// Wakes the Job reconciler for the Job owning a Workload. The Workload reconciler
+    /// sends it once its own cache holds the change: a wake-up from a separate watch of
+    /// the Workloads could come before that cache does, and the Job would read stale state.
+    pub job_wakeups:
+        tokio::sync::mpsc::UnboundedSender<ObjectRef<k8s_openapi::api::batch::v1::Job>>,
 }
 
 impl Context {

@@ -9,6 +9,7 @@ use baton_crds::workload::{GateState, Workload};
 use chrono::Utc;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
 
 use super::context::{Context, ReconcileError};
 use super::events::publish;
@@ -21,12 +22,26 @@ use crate::metrics::ErrorLabel;
 /// Reconciles one manager Workload.
 pub async fn reconcile(wl: Arc<Workload>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let started = Instant::now();
+    wake_owning_job(&wl, &ctx);
     let result = reconcile_inner(&wl, &ctx).await;
     ctx.queues_changed.notify_one();
     ctx.metrics
         .reconcile_duration
         .observe(started.elapsed().as_secs_f64());
     result
+}
+
+/// A Job-owned Workload changed: its Job is looked at again, now that the cache holds the
+/// change.
+fn wake_owning_job(wl: &Workload, ctx: &Context) {
+    let Some(namespace) = wl.namespace() else {
+        return;
+    };
+    for owner in wl.owner_references().iter().filter(|o| o.kind == "Job") {
+        let _ = ctx
+            .job_wakeups
+            .send(ObjectRef::new(&owner.name).within(&namespace));
+    }
 }
 
 async fn reconcile_inner(wl: &Workload, ctx: &Context) -> Result<Action, ReconcileError> {

@@ -27,6 +27,8 @@ use crate::metrics::ErrorLabel;
 
 /// How soon a Job is looked at again after a conflict (our cache was stale).
 const AFTER_CONFLICT: Duration = Duration::from_millis(50);
+/// How soon a Job is looked at again while the winner's cache of Job copies fills.
+const WHILE_CACHE_FILLS: Duration = Duration::from_secs(1);
 
 /// Reconciles one manager Job.
 pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
@@ -70,7 +72,12 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Recon
         copies: &copies,
         winner_jobs_known,
     });
-    execute(&ctx, &job, &workload_name, &copies, plan).await
+    let action = execute(&ctx, &job, &workload_name, &copies, plan).await?;
+    // The winner's Job cache fills without an event when it is empty: look again soon.
+    if winner.is_some() && !winner_jobs_known {
+        return Ok(Action::requeue(WHILE_CACHE_FILLS));
+    }
+    Ok(action)
 }
 
 /// Whether the Workload is the one this Job owns (not one of an earlier Job of that name).

@@ -51,7 +51,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
     let (jobs_tx, jobs_rx) = mpsc::unbounded_channel::<ObjectRef<Job>>();
     let triggers = Triggers {
         refs: refs_tx,
-        jobs: jobs_tx,
+        jobs: jobs_tx.clone(),
         all: all_tx.clone(),
     };
     let pool = WorkerPool::new(
@@ -140,6 +140,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
         gated: Mutex::new(HashSet::new()),
         opened: Mutex::new(HashMap::new()),
         queues_changed: queues_changed.clone(),
+        job_wakeups: jobs_tx,
     });
     tokio::spawn(keep_queue_status(
         client.clone(),
@@ -180,15 +181,11 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
                 tracing::debug!(error = %e, "controller event");
             }
         });
-    // Manager Jobs: only queued ones are cached; their Workloads and their copies on the
-    // workers wake them.
+    // Manager Jobs: only queued ones are cached; their Workloads (through the Workload
+    // reconciler, see `Context::job_wakeups`) and their copies on the workers wake them.
     let jobs_running = Controller::new(
         Api::<Job>::all(client.clone()),
         watcher::Config::default().labels(QUEUE_NAME_LABEL),
-    )
-    .owns(
-        Api::<Workload>::all(client.clone()),
-        watcher::Config::default(),
     )
     .reconcile_on(UnboundedReceiverStream::new(jobs_rx))
     .graceful_shutdown_on(shutdown.requested())
