@@ -118,7 +118,7 @@ pub fn restore(template: &PodTemplateSpec, original: &PodTemplateSpec) -> PodTem
 /// Labels the API server puts on a Job's pod template to match its generated selector. They
 /// name this Job object: a MultiKueue copy's Workload was built from the manager's Job,
 /// whose values the copy's API server rejects.
-const GENERATED_TEMPLATE_LABELS: [&str; 4] = [
+pub const GENERATED_TEMPLATE_LABELS: [&str; 4] = [
     "batch.kubernetes.io/controller-uid",
     "controller-uid",
     "batch.kubernetes.io/job-name",

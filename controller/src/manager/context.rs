@@ -3,8 +3,10 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use baton_crds::workload::Workload;
+use kube::runtime::controller::Action;
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
@@ -15,7 +17,7 @@ use super::routing::{Route, RoutingSnapshot};
 use super::stores::ManagerStores;
 use super::workers::{WorkerPool, WorkerState};
 use crate::config::Configuration;
-use crate::metrics::Metrics;
+use crate::metrics::{ErrorLabel, Metrics};
 
 /// A reconcile that could not finish; it is retried.
 #[derive(Debug, thiserror::Error)]
@@ -185,4 +187,17 @@ impl Context {
 /// `namespace/name` of a Workload.
 pub fn workload_key(wl: &Workload) -> String {
     format!("{}/{}", wl.namespace().unwrap_or_default(), wl.name_any())
+}
+
+/// Retries a failed reconcile (of a Workload or a Job) after a short pause, counting the
+/// failure.
+pub fn error_policy<K>(_object: Arc<K>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
+    tracing::warn!(%error, "reconcile failed");
+    ctx.metrics
+        .reconcile_errors
+        .get_or_create(&ErrorLabel {
+            reason: error.reason().to_string(),
+        })
+        .inc();
+    Action::requeue(Duration::from_secs(2))
 }

@@ -17,7 +17,6 @@ use super::execute::execute;
 use super::lifecycle::{self, EventType, FINALIZER, Observation};
 use super::routing::Route;
 use super::ungate;
-use crate::metrics::ErrorLabel;
 
 /// Reconciles one manager Workload.
 pub async fn reconcile(wl: Arc<Workload>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
@@ -100,16 +99,4 @@ fn track_gated(
         gated.remove(&key);
     }
     ctx.metrics.workloads_gated.set(gated.len() as i64);
-}
-
-/// Retries failed reconciles after a short pause, counting the failure.
-pub fn error_policy(_wl: Arc<Workload>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
-    tracing::warn!(%error, "reconcile failed");
-    ctx.metrics
-        .reconcile_errors
-        .get_or_create(&ErrorLabel {
-            reason: error.reason().to_string(),
-        })
-        .inc();
-    Action::requeue(Duration::from_secs(2))
 }

@@ -247,15 +247,3 @@ fn publish(ctx: &Context, job: &Job, type_: EventType, reason: &str, note: Strin
         }
     });
 }
-
-/// Retries failed Job reconciles after a short pause, counting the failure.
-pub fn error_policy(_job: Arc<Job>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
-    tracing::warn!(%error, "Job reconcile failed");
-    ctx.metrics
-        .reconcile_errors
-        .get_or_create(&ErrorLabel {
-            reason: error.reason().to_string(),
-        })
-        .inc();
-    Action::requeue(Duration::from_secs(2))
-}

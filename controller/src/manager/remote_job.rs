@@ -11,29 +11,15 @@ use k8s_openapi::api::batch::v1::{Job, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 
-/// Labels the API server puts on a Job's pod template to match its generated selector; they
-/// name the manager Job's uid and would not match the copy's.
-const GENERATED_TEMPLATE_LABELS: &[&str] = &[
-    "batch.kubernetes.io/controller-uid",
-    "controller-uid",
-    "batch.kubernetes.io/job-name",
-    "job-name",
-];
-
-/// Annotations that describe the manager's object rather than the Job.
-const NOT_COPIED_ANNOTATIONS: &[&str] = &["kubectl.kubernetes.io/last-applied-configuration"];
+use super::replica::copied_annotations;
+use crate::jobs::template::GENERATED_TEMPLATE_LABELS;
 
 /// The Job to create on the winning worker for `manager_job`, bound to replica `workload`.
 pub fn build_remote_job(manager_job: &Job, workload: &str, origin: &str) -> Job {
     let mut labels: BTreeMap<String, String> = manager_job.labels().clone();
     labels.insert(PREBUILT_WORKLOAD_LABEL.to_string(), workload.to_string());
     labels.insert(MULTIKUEUE_ORIGIN_LABEL.to_string(), origin.to_string());
-    let annotations: BTreeMap<String, String> = manager_job
-        .annotations()
-        .iter()
-        .filter(|(k, _)| !NOT_COPIED_ANNOTATIONS.contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let annotations = copied_annotations(manager_job.annotations());
     let mut spec = manager_job.spec.clone().unwrap_or_default();
     spec.managed_by = None;
     if spec.manual_selector != Some(true) {
@@ -102,7 +88,10 @@ mod tests {
                 labels: Some([("kueue.x-k8s.io/queue-name".to_string(), "q".to_string())].into()),
                 annotations: Some(
                     [
-                        (NOT_COPIED_ANNOTATIONS[0].to_string(), "{}".to_string()),
+                        (
+                            "kubectl.kubernetes.io/last-applied-configuration".to_string(),
+                            "{}".to_string(),
+                        ),
                         ("note".to_string(), "kept".to_string()),
                     ]
                     .into(),

@@ -15,12 +15,7 @@ const NOT_COPIED_ANNOTATIONS: &[&str] = &["kubectl.kubernetes.io/last-applied-co
 pub fn build_replica(manager: &Workload, origin: &str, orchestrated: bool) -> Workload {
     let mut labels: BTreeMap<String, String> = manager.labels().clone();
     labels.insert(MULTIKUEUE_ORIGIN_LABEL.to_string(), origin.to_string());
-    let annotations: BTreeMap<String, String> = manager
-        .annotations()
-        .iter()
-        .filter(|(k, _)| !NOT_COPIED_ANNOTATIONS.contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let annotations = copied_annotations(manager.annotations());
     let mut spec = manager.spec.clone();
     spec.preemption_gates = if orchestrated {
         vec![PreemptionGate {
@@ -40,6 +35,16 @@ pub fn build_replica(manager: &Workload, origin: &str, orchestrated: bool) -> Wo
         spec,
         status: None,
     }
+}
+
+/// The annotations a copy made on a worker keeps: all but those describing the manager's
+/// object.
+pub fn copied_annotations(annotations: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    annotations
+        .iter()
+        .filter(|(k, _)| !NOT_COPIED_ANNOTATIONS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// Whether the replica was made by this manager (only such objects are ever touched).

@@ -19,8 +19,8 @@ use kube::{Client, ResourceExt};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
-use super::context::Context;
-use super::controller::{error_policy, reconcile};
+use super::context::{Context, error_policy};
+use super::controller::reconcile;
 use super::execute::deletions::delete_job_copy;
 use super::job_controller;
 use super::kubeconfig::{KubeconfigProblem, vet};
@@ -189,11 +189,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
     )
     .reconcile_on(UnboundedReceiverStream::new(jobs_rx))
     .graceful_shutdown_on(shutdown.requested())
-    .run(
-        job_controller::reconcile,
-        job_controller::error_policy,
-        context,
-    )
+    .run(job_controller::reconcile, error_policy, context)
     .for_each(|result| async move {
         if let Err(e) = result {
             tracing::debug!(error = %e, "Job controller event");

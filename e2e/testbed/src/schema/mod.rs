@@ -19,4 +19,5 @@ pub use crd_spec::{
 };
 pub use metadata_rules::validate_metadata_names;
 pub use structural::STRUCTURAL_MEMBERS;
+pub(crate) use validate::CEL_RESERVED_WORDS;
 pub use validate::{FieldError, FieldErrorKind, SchemaValidator, apply_defaults, prune, validate};

@@ -12,6 +12,7 @@ use std::fmt;
 
 use serde_json::Value;
 
+pub(crate) use cel::RESERVED as CEL_RESERVED_WORDS;
 pub(crate) use defaults::prune_node;
 
 /// Kinds of field errors, named as the API server names them in 422 responses.

@@ -389,7 +389,8 @@ fn string_to_cel(s: &str, schema: &Value) -> Cel {
     Cel::String(Arc::new(s.to_string()))
 }
 
-const RESERVED: &[&str] = &[
+/// CEL's reserved words: never identifiers (property names, variable names).
+pub(crate) const RESERVED: &[&str] = &[
     "true",
     "false",
     "null",

@@ -114,35 +114,12 @@ fn common_policy(spec: &Value, causes: &mut Vec<Cause>) {
 }
 
 fn is_cel_identifier(name: &str) -> bool {
-    const RESERVED: &[&str] = &[
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ];
     let mut chars = name.chars();
     chars
         .next()
         .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
-        && !RESERVED.contains(&name)
+        && !crate::schema::CEL_RESERVED_WORDS.contains(&name)
 }
 
 /// A required expression that must compile.
