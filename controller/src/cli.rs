@@ -36,6 +36,9 @@ pub enum Command {
     Manager(ManagerArgs),
     /// Run the worker shim: the quota scheduler of one worker cluster.
     Worker(WorkerArgs),
+    /// Simulate orchestration off, FCFS and LeastDisruption on a workload trace, with the
+    /// real decision code on a virtual clock (no cluster needed).
+    Simulate(SimulateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -65,4 +68,54 @@ pub struct WorkerArgs {
     /// Namespace holding the leader Lease.
     #[arg(long, value_name = "NS", default_value = "baton-system")]
     pub namespace: String,
+}
+
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// A trace: YAML, or CSV when the name ends in .csv (format: charts/baton/README.md).
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "generate",
+        required_unless_present = "generate"
+    )]
+    pub trace: Option<PathBuf>,
+    /// Generate a synthetic mix instead: a spec file (YAML), or `default`.
+    #[arg(long, value_name = "SPEC")]
+    pub generate: Option<String>,
+    /// Which modes to run.
+    #[arg(long, value_enum, default_value_t = SimulatePolicy::All)]
+    pub policy: SimulatePolicy,
+    /// singleClusterPreemptionTimeout values to run the policies with, comma separated.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "30s,2m,5m"
+    )]
+    pub timeout: Vec<String>,
+    /// Seed of the generator and of the delays (default: the spec's, or 1).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Write comparison.md, comparison.csv, comparison.svg (and trace.csv when generated).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// How long a manager write takes to reach a worker, in ms: MIN,MAX (uniform) or one value.
+    #[arg(long, value_name = "MIN,MAX", default_value = "50,200")]
+    pub dispatch_delay_ms: String,
+    /// How long a worker's status change takes to reach the manager, in ms: MIN,MAX or one value.
+    #[arg(long, value_name = "MIN,MAX", default_value = "50,200")]
+    pub watch_delay_ms: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SimulatePolicy {
+    /// KEP-8303 gates, first come first served.
+    Fcfs,
+    /// Gates opened for the cheapest victim set.
+    LeastDisruption,
+    /// Orchestration off: every worker preempts.
+    Uncoordinated,
+    /// Uncoordinated, then each policy at each timeout.
+    All,
 }

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::manager::ungate::{DEFAULT_LEAST_DISRUPTION_WINDOW, UngatingPolicy};
+
 /// An invalid configuration, naming the field at fault.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid configuration: {field}: {message}")]
@@ -40,6 +42,13 @@ pub struct Configuration {
     /// How long a worker whose gate was opened keeps the baton before another may be opened.
     #[serde(deserialize_with = "go_duration")]
     pub single_cluster_preemption_timeout: Duration,
+    /// How the manager chooses which signalling replica gets the next gate: `FCFS` (the
+    /// KEP's first come, first served) or `LeastDisruption` (the cheapest victim set).
+    pub ungating_policy: UngatingPolicyName,
+    /// `LeastDisruption` only: how long after the first signal other replicas may still
+    /// signal before the cheapest is chosen.
+    #[serde(deserialize_with = "go_duration")]
+    pub least_disruption_window: Duration,
     /// How long an admitted workload stays with an unreachable worker before it is dispatched
     /// again.
     #[serde(deserialize_with = "go_duration")]
@@ -71,6 +80,8 @@ impl Default for Configuration {
             kind: None,
             orchestrated_preemption: true,
             single_cluster_preemption_timeout: Duration::from_secs(5 * 60),
+            ungating_policy: UngatingPolicyName::Fcfs,
+            least_disruption_window: DEFAULT_LEAST_DISRUPTION_WINDOW,
             worker_lost_timeout: Duration::from_secs(15 * 60),
             gc_interval: Duration::from_secs(60),
             origin: "multikueue".to_string(),
@@ -82,6 +93,14 @@ impl Default for Configuration {
             health_probe_bind_address: "0.0.0.0:8081".to_string(),
         }
     }
+}
+
+/// The `ungatingPolicy` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum UngatingPolicyName {
+    #[serde(rename = "FCFS", alias = "FirstComeFirstServed")]
+    Fcfs,
+    LeastDisruption,
 }
 
 /// Which dispatcher, and its settings.
@@ -227,12 +246,33 @@ impl Configuration {
         Self::from_yaml(&text)
     }
 
+    /// The ungating policy the manager's decision applies.
+    pub fn ungating_policy(&self) -> UngatingPolicy {
+        match self.ungating_policy {
+            UngatingPolicyName::Fcfs => UngatingPolicy::FirstComeFirstServed,
+            UngatingPolicyName::LeastDisruption => UngatingPolicy::LeastDisruption {
+                window: self.least_disruption_window,
+            },
+        }
+    }
+
     /// Checks every field's range and relations.
     pub fn validate(&self) -> Result<(), ConfigError> {
         positive(
             "singleClusterPreemptionTimeout",
             self.single_cluster_preemption_timeout,
         )?;
+        positive("leastDisruptionWindow", self.least_disruption_window)?;
+        // The window delays an opening; it must end before the baton would pass on. (Only
+        // checked where it applies: FCFS setups with a short timeout keep the default window.)
+        if self.ungating_policy == UngatingPolicyName::LeastDisruption
+            && self.least_disruption_window >= self.single_cluster_preemption_timeout
+        {
+            return Err(ConfigError::new(
+                "leastDisruptionWindow",
+                "must be shorter than singleClusterPreemptionTimeout",
+            ));
+        }
         positive("workerLostTimeout", self.worker_lost_timeout)?;
         validate_label_value("origin", &self.origin)?;
         if self.dispatcher.incremental.clusters_per_round == 0 {
@@ -337,6 +377,43 @@ mod tests {
         assert!(config.orchestrated_preemption);
         assert_eq!(config.origin, "multikueue");
         assert_eq!(config.dispatcher.name, DispatcherName::AllAtOnce);
+        assert_eq!(config.ungating_policy, UngatingPolicyName::Fcfs);
+        assert_eq!(config.least_disruption_window, Duration::from_secs(2));
+        assert_eq!(
+            config.ungating_policy(),
+            UngatingPolicy::FirstComeFirstServed
+        );
+    }
+
+    #[test]
+    fn least_disruption_is_chosen_with_its_window() {
+        let config = Configuration::from_yaml(
+            "ungatingPolicy: LeastDisruption\nleastDisruptionWindow: 1500ms",
+        )
+        .expect("valid");
+        assert_eq!(
+            config.ungating_policy(),
+            UngatingPolicy::LeastDisruption {
+                window: Duration::from_millis(1500)
+            }
+        );
+        let config = Configuration::from_yaml("ungatingPolicy: LeastDisruption").expect("valid");
+        assert_eq!(
+            config.ungating_policy(),
+            UngatingPolicy::LeastDisruption {
+                window: Duration::from_secs(2)
+            }
+        );
+        // FCFS with a timeout shorter than the (unused) default window is fine.
+        assert!(Configuration::from_yaml("singleClusterPreemptionTimeout: 1s").is_ok());
+        for fcfs in ["FCFS", "FirstComeFirstServed"] {
+            let config =
+                Configuration::from_yaml(&format!("ungatingPolicy: {fcfs}")).expect("valid");
+            assert_eq!(
+                config.ungating_policy(),
+                UngatingPolicy::FirstComeFirstServed
+            );
+        }
     }
 
     #[test]
@@ -427,6 +504,13 @@ healthProbeBindAddress: 127.0.0.1:9091
                 "singleClusterPreemptionTimeout",
             ),
             ("workerLostTimeout: 0s", "workerLostTimeout"),
+            ("ungatingPolicy: Cheapest", "ungatingPolicy"),
+            ("leastDisruptionWindow: 0s", "leastDisruptionWindow"),
+            ("leastDisruptionWindow: later", "leastDisruptionWindow"),
+            (
+                "ungatingPolicy: LeastDisruption\nsingleClusterPreemptionTimeout: 2s\nleastDisruptionWindow: 2s",
+                "leastDisruptionWindow",
+            ),
             ("origin: ''", "origin"),
             ("origin: -bad-", "origin"),
             ("dispatcher: {name: Sometimes}", "dispatcher.name"),

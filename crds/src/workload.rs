@@ -306,6 +306,28 @@ pub struct WorkloadStatus {
     #[schemars(length(max = 8))]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub preemption_gates: Vec<PreemptionGateState>,
+
+    /// Baton extension: what the preemption this workload waits for would evict on this
+    /// cluster, written by Baton's worker shim together with `QuotaReservationBlocked=True`
+    /// (reason `PreemptionGated`) and removed when the workload is no longer gated. The
+    /// MultiKueue manager's `LeastDisruption` ungating policy compares it across clusters.
+    /// Upstream Kueue workers do not write it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemption_cost: Option<PreemptionCost>,
+}
+
+/// The victim set a gated preemption would evict on one cluster (Baton extension).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PreemptionCost {
+    /// How many workloads would be evicted.
+    #[schemars(range(min = 0))]
+    pub victims: i32,
+    /// The highest priority among those workloads (0 when there are none).
+    pub highest_priority: i32,
+    /// The pods those workloads run in total (the sum of their pod sets' counts).
+    #[schemars(range(min = 0))]
+    pub pods: i64,
 }
 
 /// Quota reserved for the workload in a ClusterQueue.

@@ -590,6 +590,8 @@ config:
   kind: Configuration
   orchestratedPreemption: false
   singleClusterPreemptionTimeout: 2m30s
+  ungatingPolicy: LeastDisruption
+  leastDisruptionWindow: 3s
   workerLostTimeout: 10m
   gcInterval: 0s
   origin: team-a.manager
@@ -648,6 +650,12 @@ fn configuration_values_reach_the_binary() {
             config.single_cluster_preemption_timeout,
             Duration::from_secs(150)
         );
+        assert_eq!(
+            config.ungating_policy(),
+            baton::manager::ungate::UngatingPolicy::LeastDisruption {
+                window: Duration::from_secs(3)
+            }
+        );
         assert_eq!(config.worker_lost_timeout, Duration::from_secs(600));
         assert_eq!(config.gc_interval, Duration::ZERO);
         assert_eq!(config.origin, "team-a.manager");
@@ -675,7 +683,9 @@ fn configuration_values_reach_the_binary() {
         let kubeconfig = match cli.command {
             BatonCommand::Manager(a) => a.common.kubeconfig,
             BatonCommand::Worker(a) => a.common.kubeconfig,
-            BatonCommand::Crds { .. } => panic!("not a controller: {args:?}"),
+            BatonCommand::Crds { .. } | BatonCommand::Simulate(_) => {
+                panic!("not a controller: {args:?}")
+            }
         };
         assert_eq!(
             kubeconfig.as_deref(),
@@ -704,6 +714,8 @@ fn bad_values_are_refused() {
         &["--set", "config.singleClusterPreemptionTimout=5m"],
         &["--set", "config.metricsBindAddress=:9090"],
         &["--set", "config.dispatcher.name=Sometimes"],
+        &["--set", "config.ungatingPolicy=Cheapest"],
+        &["--set-string", "config.leastDisruptionWindow=0s"],
         &[
             "--set",
             "replicas=2",

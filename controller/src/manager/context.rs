@@ -73,6 +73,7 @@ impl Context {
             worker_lost_timeout: self.config.worker_lost_timeout,
             preemption_timeout: self.config.single_cluster_preemption_timeout,
             dispatcher: self.config.dispatcher.clone(),
+            ungating_policy: self.config.ungating_policy(),
         }
     }
 

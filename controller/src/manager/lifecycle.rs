@@ -41,6 +41,8 @@ pub struct LifecycleConfig {
     pub worker_lost_timeout: Duration,
     pub preemption_timeout: Duration,
     pub dispatcher: DispatcherConfig,
+    /// How the next gate is chosen among signalling replicas.
+    pub ungating_policy: ungate::UngatingPolicy,
 }
 
 /// A worker cluster named by the route, as the manager sees it now.
@@ -96,6 +98,8 @@ pub struct GateOpening {
     pub previous_opened_at: Option<DateTime<Utc>>,
     /// The cluster that held the baton until now.
     pub previous_cluster: Option<String>,
+    /// Why this replica got the baton.
+    pub why: ungate::OpenReason,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -508,16 +512,26 @@ fn dispatch_and_ungate(
             .filter(|(c, _)| dispatched.clusters.contains(*c))
             .map(|(c, r)| ungate::view_of(c, r))
             .collect();
+        // Replicas created by this plan have not signalled yet (LeastDisruption waits for them).
+        views.extend(plan.create.iter().map(|c| being_created_view(c)));
         views.extend(obs.clusters.iter().filter_map(unreachable_view));
-        match ungate::decide(&views, &route.clusters, obs.now, config.preemption_timeout) {
+        match ungate::decide_with_policy(
+            &views,
+            &route.clusters,
+            obs.now,
+            config.preemption_timeout,
+            config.ungating_policy,
+        ) {
             UngateDecision::Nothing => {}
-            UngateDecision::Wait { requeue_after, .. } => plan.requeue(requeue_after),
+            UngateDecision::Wait { requeue_after, .. }
+            | UngateDecision::Collect { requeue_after, .. } => plan.requeue(requeue_after),
             UngateDecision::Open {
                 cluster,
                 signalled_at,
                 previous_opened_at,
                 previous_cluster,
                 requeue_after,
+                why,
             } => {
                 plan.requeue(requeue_after);
                 plan.open_gate = Some(GateOpening {
@@ -525,15 +539,28 @@ fn dispatch_and_ungate(
                     signalled_at,
                     previous_opened_at,
                     previous_cluster,
+                    why,
                 });
             }
         }
     }
 }
 
-/// What an unreachable cluster contributes to the ungating decision: its last known gate (it
-/// cannot be opened now, so it never signals), or, when not seen since this manager started,
-/// a gate that may have been opened at that time.
+/// A replica this plan creates: its gate is Closed and it has not signalled yet.
+fn being_created_view(cluster: &str) -> ungate::ReplicaView {
+    ungate::ReplicaView {
+        cluster: cluster.to_string(),
+        gate: Some(ungate::GateObservation {
+            state: baton_crds::workload::GateState::Closed,
+            since: None,
+        }),
+        ..Default::default()
+    }
+}
+
+/// What an unreachable cluster contributes to the ungating decision: its last known Open gate
+/// (it cannot be opened now, so it never signals, and a Closed gate there holds no baton), or,
+/// when not seen since this manager started, a gate that may have been opened at that time.
 fn unreachable_view(cluster: &ClusterView) -> Option<ungate::ReplicaView> {
     let ClusterState::Unreachable { since, last_known } = &cluster.state else {
         return None;
@@ -544,7 +571,12 @@ fn unreachable_view(cluster: &ClusterView) -> Option<ungate::ReplicaView> {
             let mut view = ungate::view_of(&cluster.name, replica);
             view.signal = None;
             view.admitted = false;
-            Some(view)
+            view.cost = None;
+            let open = view
+                .gate
+                .as_ref()
+                .is_some_and(|g| g.state == baton_crds::workload::GateState::Open);
+            open.then_some(view)
         }
         LastKnown::NeverSeen => Some(ungate::ReplicaView {
             cluster: cluster.name.clone(),
@@ -554,6 +586,7 @@ fn unreachable_view(cluster: &ClusterView) -> Option<ungate::ReplicaView> {
             }),
             signal: None,
             admitted: false,
+            cost: None,
         }),
     }
 }

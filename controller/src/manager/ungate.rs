@@ -1,14 +1,17 @@
 //! KEP-8303 ungating: which replica of one workload may preempt next.
 //!
-//! A pure function of the replicas' observed state, the cluster order, `now` and the
-//! timeout (DESIGN.md §3):
+//! A pure function of the replicas' observed state, the cluster order, `now`, the timeout
+//! and the ungating policy (DESIGN.md §3):
 //! 1. `last_opened` = the latest transition time among replicas whose gate is Open;
 //! 2. candidates = replicas whose gate is Closed and that signal `QuotaReservationBlocked`
 //!    (or upstream's `BlockedOnPreemptionGates`) = True with reason `PreemptionGated`;
 //! 3. no candidate: nothing to do (a watch event brings the next change);
 //! 4. a gate opened less than `timeout` ago: wait for the remainder;
-//! 5. otherwise open the earliest signaller (ties: cluster order, then cluster name) and
-//!    look again after `timeout`.
+//! 5. otherwise open one candidate and look again after `timeout`:
+//!    - `FirstComeFirstServed` (the default, the KEP's rule): the earliest signaller (ties:
+//!      cluster order, then cluster name);
+//!    - `LeastDisruption`: see [`least_disruption`] (the cheapest victim set, after a short
+//!      collection window).
 //!
 //! While a replica is admitted, nothing is opened: the lifecycle takes over.
 
@@ -21,8 +24,26 @@ use baton_crds::time::to_chrono;
 use baton_crds::workload::{GateState, Workload};
 use chrono::{DateTime, Utc};
 
+pub use baton_crds::workload::PreemptionCost;
+
+pub mod least_disruption;
+
+/// How the manager chooses among the replicas waiting for the baton.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UngatingPolicy {
+    /// KEP-8303: the earliest signaller.
+    #[default]
+    FirstComeFirstServed,
+    /// The replica whose worker needs the cheapest victim set, among those that signal within
+    /// `window` of the first signal (see [`least_disruption`]).
+    LeastDisruption { window: Duration },
+}
+
+/// The default collection window of `LeastDisruption`.
+pub const DEFAULT_LEAST_DISRUPTION_WINDOW: Duration = Duration::from_secs(2);
+
 /// What the manager knows of one replica, for this decision.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReplicaView {
     pub cluster: String,
     /// The MultiKueue gate; `None` when the replica carries no such gate (orchestration off or
@@ -31,6 +52,9 @@ pub struct ReplicaView {
     /// The blocked signal, when the replica reports one with status True.
     pub signal: Option<Signal>,
     pub admitted: bool,
+    /// What the replica's worker says its preemption would evict (`status.preemptionCost`,
+    /// a Baton extension); `None` from upstream Kueue workers and when not gated.
+    pub cost: Option<PreemptionCost>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +88,12 @@ pub enum UngateDecision {
         requeue_after: Duration,
         waiting: usize,
     },
+    /// `LeastDisruption`: the collection window is still open and some replica has not
+    /// signalled yet; choose after `requeue_after`.
+    Collect {
+        requeue_after: Duration,
+        waiting: usize,
+    },
     /// Open this cluster's gate, then look again after the timeout.
     Open {
         cluster: String,
@@ -74,6 +104,26 @@ pub enum UngateDecision {
         /// The cluster whose gate was opened last (it held the baton until now).
         previous_cluster: Option<String>,
         requeue_after: Duration,
+        /// Why this replica was chosen.
+        why: OpenReason,
+    },
+}
+
+/// Why a replica got the baton (for the gate-opened event).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OpenReason {
+    /// First come, first served: the earliest of `signalling` candidates.
+    FirstSignaller { signalling: usize },
+    /// `LeastDisruption`: the cheapest victim set among `signalling` candidates.
+    LeastDisruptive {
+        cost: PreemptionCost,
+        signalling: usize,
+    },
+    /// `LeastDisruption` fell back to first come, first served because `without_cost` of the
+    /// `signalling` candidates report no cost (upstream Kueue workers).
+    FirstSignallerWithoutCost {
+        signalling: usize,
+        without_cost: usize,
     },
 }
 
@@ -82,12 +132,29 @@ pub enum UngateDecision {
 /// instant, so the baton never passes on earlier than the timeout in real time.
 pub const STORED_TIME_PRECISION: Duration = Duration::from_secs(1);
 
-/// Decides which gate, if any, to open now.
+/// Decides which gate, if any, to open now, first come first served (the KEP's rule).
 pub fn decide(
     replicas: &[ReplicaView],
     cluster_order: &[String],
     now: DateTime<Utc>,
     timeout: Duration,
+) -> UngateDecision {
+    decide_with_policy(
+        replicas,
+        cluster_order,
+        now,
+        timeout,
+        UngatingPolicy::FirstComeFirstServed,
+    )
+}
+
+/// Decides which gate, if any, to open now, under `policy`.
+pub fn decide_with_policy(
+    replicas: &[ReplicaView],
+    cluster_order: &[String],
+    now: DateTime<Utc>,
+    timeout: Duration,
+    policy: UngatingPolicy,
 ) -> UngateDecision {
     if replicas.iter().any(|r| r.admitted) {
         return UngateDecision::Nothing;
@@ -99,26 +166,21 @@ pub fn decide(
         .map(|(g, cluster)| (g.since.unwrap_or(DateTime::<Utc>::MIN_UTC), cluster))
         .max();
     let last_opened = last_open.map(|(at, _)| at);
-    let mut candidates: Vec<(&ReplicaView, &Signal)> = replicas
+    let mut candidates: Vec<Candidate<'_>> = replicas
         .iter()
-        .filter(|r| {
-            r.gate
-                .as_ref()
-                .is_some_and(|g| g.state == GateState::Closed)
-        })
+        .filter(|r| is_closed(r))
         .filter_map(|r| {
             r.signal
                 .as_ref()
                 .filter(|s| s.preemption_gated())
-                .map(|s| (r, s))
+                .map(|signal| Candidate { replica: r, signal })
         })
         .collect();
     if candidates.is_empty() {
         return UngateDecision::Nothing;
     }
     if let Some(opened) = last_opened {
-        let margin = chrono::Duration::from_std(STORED_TIME_PRECISION).unwrap_or_default();
-        let elapsed = now.signed_duration_since(opened) - margin;
+        let elapsed = now.signed_duration_since(opened) - stored_time_margin();
         let timeout_chrono = chrono::Duration::from_std(timeout).unwrap_or(chrono::TimeDelta::MAX);
         if elapsed < timeout_chrono {
             // A clock that went backwards must not make us wait longer than one timeout.
@@ -132,22 +194,64 @@ pub fn decide(
             };
         }
     }
-    candidates.sort_by(|(a, sa), (b, sb)| {
-        sa.since
-            .cmp(&sb.since)
-            .then_with(|| {
-                order_rank(&a.cluster, cluster_order).cmp(&order_rank(&b.cluster, cluster_order))
-            })
-            .then_with(|| a.cluster.cmp(&b.cluster))
-    });
-    let (first, signal) = candidates[0];
+    let signalling = candidates.len();
+    candidates.sort_by(|a, b| fcfs_order(a, b, cluster_order));
+    let why = match policy {
+        UngatingPolicy::FirstComeFirstServed => OpenReason::FirstSignaller { signalling },
+        UngatingPolicy::LeastDisruption { window } => {
+            match least_disruption::choose(replicas, &mut candidates, now, window) {
+                least_disruption::Choice::Collect { requeue_after } => {
+                    return UngateDecision::Collect {
+                        requeue_after,
+                        waiting: signalling,
+                    };
+                }
+                least_disruption::Choice::Open(why) => why,
+            }
+        }
+    };
+    let chosen = &candidates[0];
     UngateDecision::Open {
-        cluster: first.cluster.clone(),
-        signalled_at: signal.since,
+        cluster: chosen.replica.cluster.clone(),
+        signalled_at: chosen.signal.since,
         previous_opened_at: last_opened,
         previous_cluster: last_open.map(|(_, cluster)| cluster.clone()),
         requeue_after: timeout,
+        why,
     }
+}
+
+/// A replica that may be given the baton, with its signal.
+struct Candidate<'a> {
+    replica: &'a ReplicaView,
+    signal: &'a Signal,
+}
+
+fn is_closed(replica: &ReplicaView) -> bool {
+    replica
+        .gate
+        .as_ref()
+        .is_some_and(|g| g.state == GateState::Closed)
+}
+
+/// First come, first served: signal time, then cluster order, then cluster name.
+fn fcfs_order(
+    a: &Candidate<'_>,
+    b: &Candidate<'_>,
+    cluster_order: &[String],
+) -> std::cmp::Ordering {
+    a.signal
+        .since
+        .cmp(&b.signal.since)
+        .then_with(|| {
+            order_rank(&a.replica.cluster, cluster_order)
+                .cmp(&order_rank(&b.replica.cluster, cluster_order))
+        })
+        .then_with(|| a.replica.cluster.cmp(&b.replica.cluster))
+}
+
+fn stored_time_margin() -> chrono::Duration {
+    chrono::Duration::from_std(STORED_TIME_PRECISION).unwrap_or_default()
 }
 
 /// Position in the MultiKueueConfig's list; clusters not listed come after all listed ones.
@@ -156,6 +260,51 @@ fn order_rank(cluster: &str, order: &[String]) -> usize {
         .iter()
         .position(|c| c == cluster)
         .unwrap_or(order.len())
+}
+
+/// The gate-opened event's message: which cluster, and why it got the baton.
+pub fn opening_message(cluster: &str, signalled_at: DateTime<Utc>, why: &OpenReason) -> String {
+    let signalled = signalled_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    match why {
+        OpenReason::FirstSignaller { .. } => {
+            format!("opened preemption gate on {cluster}; signalled first at {signalled}")
+        }
+        OpenReason::LeastDisruptive { cost, signalling } => format!(
+            "opened preemption gate on {cluster}: least disruptive of {} ({}, highest priority {}, {}); signalled at {signalled}",
+            plural(
+                *signalling as i64,
+                "signalling cluster",
+                "signalling clusters"
+            ),
+            plural(cost.victims.into(), "victim", "victims"),
+            cost.highest_priority,
+            plural(cost.pods, "pod", "pods"),
+        ),
+        OpenReason::FirstSignallerWithoutCost {
+            signalling,
+            without_cost,
+        } => format!(
+            "opened preemption gate on {cluster}: first of {} ({without_cost} {} no preemption cost, so first come, first served); signalled first at {signalled}",
+            plural(
+                *signalling as i64,
+                "signalling cluster",
+                "signalling clusters"
+            ),
+            if *without_cost == 1 {
+                "reports"
+            } else {
+                "report"
+            },
+        ),
+    }
+}
+
+fn plural(n: i64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("{n} {one}")
+    } else {
+        format!("{n} {many}")
+    }
 }
 
 /// Reads a replica `Workload` (as watched on its worker) into the decision's view.
@@ -186,11 +335,13 @@ pub fn view_of(cluster: &str, replica: &Workload) -> ReplicaView {
     });
     let admitted =
         find_condition(conditions, condition::ADMITTED).is_some_and(|c| c.status == "True");
+    let cost = replica.status.as_ref().and_then(|s| s.preemption_cost);
     ReplicaView {
         cluster: cluster.to_string(),
         gate,
         signal,
         admitted,
+        cost,
     }
 }
 

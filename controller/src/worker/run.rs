@@ -497,6 +497,12 @@ pub(crate) async fn write_status(
         // Merge patch: an absent key keeps the stored admission; null removes it.
         map.insert("admission".into(), serde_json::Value::Null);
     }
+    if status.preemption_cost.is_none()
+        && let Some(map) = value.as_object_mut()
+    {
+        // Likewise the preemption cost of a workload no longer gated.
+        map.insert("preemptionCost".into(), serde_json::Value::Null);
+    }
     let patch = serde_json::json!({
         "metadata": {"resourceVersion": wl.resource_version()},
         "status": value,

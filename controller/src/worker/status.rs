@@ -9,7 +9,9 @@ use baton_crds::conditions::{ConditionStatus, NewCondition, find_condition, set_
 use baton_crds::constants::{condition, reason};
 use baton_crds::gates::{close_all_gates, initialize_gates};
 use baton_crds::quantity::format_milli;
-use baton_crds::workload::{Admission, FlavorName, PodSetAssignment, WorkloadStatus};
+use baton_crds::workload::{
+    Admission, FlavorName, PodSetAssignment, PreemptionCost, WorkloadStatus,
+};
 use chrono::{DateTime, Utc};
 
 use super::core::assign::Assignment;
@@ -97,6 +99,7 @@ pub fn admitted(
             "The workload is admitted",
             now,
         );
+        changed |= clear_cost(s);
         for type_ in [condition::EVICTED, condition::PREEMPTED] {
             if is_true(s, type_) {
                 changed |= set(
@@ -123,8 +126,15 @@ pub fn admitted(
     })
 }
 
-/// Could reserve quota by preempting, but a Closed gate forbids it.
-pub fn gated(workload: &Workload, message: &str, now: DateTime<Utc>) -> Option<WorkloadStatus> {
+/// Could reserve quota by preempting, but a Closed gate forbids it. `cost` is what that
+/// preemption would evict (`status.preemptionCost`, read by the manager's LeastDisruption
+/// policy), written in the same update as the signal.
+pub fn gated(
+    workload: &Workload,
+    message: &str,
+    cost: PreemptionCost,
+    now: DateTime<Utc>,
+) -> Option<WorkloadStatus> {
     with_status(workload, now, |s, now| {
         let mut changed = set(
             s,
@@ -143,8 +153,15 @@ pub fn gated(workload: &Workload, message: &str, now: DateTime<Utc>) -> Option<W
             message,
             now,
         );
+        changed |= s.preemption_cost != Some(cost);
+        s.preemption_cost = Some(cost);
         changed
     })
+}
+
+/// No longer gated: the cost of a preemption that is not waiting any more goes away.
+fn clear_cost(s: &mut WorkloadStatus) -> bool {
+    s.preemption_cost.take().is_some()
 }
 
 /// Waiting for quota with a reason (does not fit, no victims, queue problems, preempting).
@@ -173,6 +190,7 @@ pub fn pending(
                 now,
             );
         }
+        changed |= clear_cost(s);
         changed
     })
 }
@@ -184,14 +202,16 @@ pub fn preempting(
     now: DateTime<Utc>,
 ) -> Option<WorkloadStatus> {
     with_status(workload, now, |s, now| {
-        set(
+        let changed = set(
             s,
             condition::QUOTA_RESERVED,
             ConditionStatus::False,
             reason::PENDING,
             message,
             now,
-        )
+        );
+        // Its gate is open: it is preempting, no longer gated.
+        clear_cost(s) || changed
     })
 }
 

@@ -72,7 +72,11 @@ pub fn writes_for(
                 )),
             );
         }
-        Outcome::Gated { victims, summary } => {
+        Outcome::Gated {
+            victims,
+            summary,
+            cost,
+        } => {
             let closed: Vec<String> = gates(wl)
                 .into_iter()
                 .filter(|g| g.state == GateState::Closed)
@@ -89,7 +93,7 @@ pub fn writes_for(
             });
             let event = (!was_blocked)
                 .then(|| (EventType::Normal, reason::PREEMPTION_GATED, message.clone()));
-            push(wl, status::gated(wl, &message, now), event);
+            push(wl, status::gated(wl, &message, *cost, now), event);
         }
         Outcome::Preempt { victims, summary } => {
             for victim in victims {

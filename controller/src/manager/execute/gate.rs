@@ -15,6 +15,7 @@ use super::{Outcome, conflict_or};
 use crate::manager::context::{Context, ReconcileError};
 use crate::manager::events::publish;
 use crate::manager::lifecycle::{EventType, GateOpening};
+use crate::manager::ungate::opening_message;
 use crate::manager::workers::WorkerState;
 use crate::metrics::Metrics;
 
@@ -78,13 +79,7 @@ pub async fn open(
         )
         .await;
     }
-    let signalled = opening
-        .signalled_at
-        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let message = format!(
-        "opened preemption gate on {}; signalled first at {signalled}",
-        opening.cluster
-    );
+    let message = opening_message(&opening.cluster, opening.signalled_at, &opening.why);
     tracing::info!(workload = %wl.name_any(), cluster = %opening.cluster, "{message}");
     publish(
         ctx,

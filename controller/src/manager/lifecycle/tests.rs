@@ -26,6 +26,7 @@ fn config() -> LifecycleConfig {
         worker_lost_timeout: Duration::from_secs(900),
         preemption_timeout: Duration::from_secs(300),
         dispatcher: DispatcherConfig::default(),
+        ungating_policy: Default::default(),
     }
 }
 
@@ -207,6 +208,7 @@ fn the_first_signalling_replica_gets_the_gate_opened() {
             signalled_at: t(11),
             previous_opened_at: None,
             previous_cluster: None,
+            why: crate::manager::ungate::OpenReason::FirstSignaller { signalling: 2 },
         })
     );
     assert_eq!(plan.requeue_after, Some(Duration::from_secs(300)));
@@ -519,5 +521,61 @@ fn a_lost_cluster_keeps_its_last_known_gate_but_cannot_be_opened() {
     assert!(run(&wl, &clusters, &replicas, 200).open_gate.is_none());
     // ...and after the timeout the baton passes to w2, never to the unreachable w3.
     let plan = run(&wl, &clusters, &replicas, 351);
+    assert_eq!(plan.open_gate.map(|g| g.cluster), Some("w2".into()));
+}
+
+fn costing(r: Workload, at: i64, victims: i32) -> Workload {
+    let mut r = signalling(r, at);
+    if let Some(s) = r.status.as_mut() {
+        s.preemption_cost = Some(baton_crds::workload::PreemptionCost {
+            victims,
+            highest_priority: 0,
+            pods: i64::from(victims),
+        });
+    }
+    r
+}
+
+#[test]
+fn least_disruption_collects_then_opens_the_cheapest_and_waits_for_new_replicas() {
+    let config = LifecycleConfig {
+        ungating_policy: crate::manager::ungate::UngatingPolicy::LeastDisruption {
+            window: Duration::from_secs(2),
+        },
+        ..config()
+    };
+    let wl = manager();
+    let replicas = BTreeMap::from([
+        ("w1".to_string(), costing(replica(0), 10, 3)),
+        ("w2".to_string(), costing(replica(0), 11, 1)),
+        ("w3".to_string(), replica(0)),
+    ]);
+    let clusters = active(&["w1", "w2", "w3"]);
+    let plan = run_with(&wl, &clusters, &replicas, 11, &config);
+    assert!(plan.open_gate.is_none());
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(2)));
+    let plan = run_with(&wl, &clusters, &replicas, 13, &config);
+    let opening = plan.open_gate.expect("the window has passed");
+    assert_eq!(opening.cluster, "w2");
+    assert!(matches!(
+        opening.why,
+        crate::manager::ungate::OpenReason::LeastDisruptive { signalling: 2, .. }
+    ));
+    // A replica this plan creates has not signalled yet: it holds the window open too.
+    let mut without_w3 = replicas.clone();
+    without_w3.remove("w3");
+    let plan = run_with(&wl, &clusters, &without_w3, 11, &config);
+    assert_eq!(plan.create, vec!["w3"]);
+    assert!(plan.open_gate.is_none());
+    // An unreachable worker's Closed replica cannot signal: it does not hold the window.
+    let mut clusters = active(&["w1", "w2"]);
+    clusters.push(ClusterView {
+        name: "w3".into(),
+        state: ClusterState::Unreachable {
+            since: t(5),
+            last_known: LastKnown::Seen(Some(Box::new(replica(0)))),
+        },
+    });
+    let plan = run_with(&wl, &clusters, &without_w3, 11, &config);
     assert_eq!(plan.open_gate.map(|g| g.cluster), Some("w2".into()));
 }

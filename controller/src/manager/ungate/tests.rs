@@ -5,6 +5,8 @@ use baton_crds::workload::{PreemptionGate, WorkloadSpec, WorkloadStatus};
 use chrono::TimeZone;
 use proptest::prelude::*;
 
+mod least_disruption;
+
 const TIMEOUT: Duration = Duration::from_secs(300);
 
 fn t(seconds: i64) -> DateTime<Utc> {
@@ -26,6 +28,7 @@ fn replica(cluster: &str) -> ReplicaView {
         }),
         signal: None,
         admitted: false,
+        cost: None,
     }
 }
 
@@ -83,6 +86,7 @@ fn the_first_signaller_is_opened() {
             previous_opened_at: None,
             previous_cluster: None,
             requeue_after: TIMEOUT,
+            why: OpenReason::FirstSignaller { signalling: 2 },
         }
     );
 }
@@ -147,6 +151,7 @@ fn after_the_timeout_the_baton_passes_on() {
             previous_opened_at: Some(t(10)),
             previous_cluster: Some("worker-1".into()),
             requeue_after: TIMEOUT,
+            why: OpenReason::FirstSignaller { signalling: 1 },
         }
     );
     // One second earlier it still waits.
@@ -346,6 +351,7 @@ fn arb_replica(index: usize) -> impl Strategy<Value = ReplicaView> {
                 since: t(since),
             }),
             admitted,
+            cost: None,
         })
 }
 

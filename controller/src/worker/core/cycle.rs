@@ -13,11 +13,12 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use baton_crds::cluster_queue::QueueingStrategy;
+use baton_crds::workload::PreemptionCost;
 use chrono::{DateTime, Utc};
 
 use super::assign::{Assignment, Mode, assign};
 use super::model::{PendingModel, Snapshot};
-use super::preempt::{PreemptReason, select_victims};
+use super::preempt::{CandidateRef, PreemptReason, select_victims};
 
 /// A victim chosen for a preemptor.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,8 +32,13 @@ pub struct VictimChoice {
 pub enum Outcome {
     /// Reserve quota with the assignment.
     Admit,
-    /// Needs preemption, victims exist, but a gate is Closed.
-    Gated { victims: usize, summary: String },
+    /// Needs preemption, victims exist, but a gate is Closed. `cost` describes the victim
+    /// set the preemption would evict now (`cost.victims == victims`).
+    Gated {
+        victims: usize,
+        summary: String,
+        cost: PreemptionCost,
+    },
     /// Evict these; the workload is admitted once they release their quota.
     Preempt {
         victims: Vec<VictimChoice>,
@@ -215,12 +221,32 @@ fn decide(
         }
         // Victims still being evicted are no candidates any more (they are `evicting`), so
         // without them the preemptor may look as if it cannot fit at all: it waits either way.
-        // The quota its victims release is held for it for the rest of the cycle (as Kueue
-        // holds a preemptor's usage in its cycle): otherwise a lower-priority workload,
-        // often the first victim back in its queue, takes what the first victim freed while
-        // the preemptor still waits for the second, and is evicted again.
+        // The preemption is assumed done for the rest of the cycle (see `assume_preemption`):
+        // otherwise a lower-priority workload, often the first victim back in its queue,
+        // takes what the first victim freed while the preemptor still waits for the second,
+        // and is evicted again.
         Mode::Preempt | Mode::NoFit if !pending.victims_in_flight.is_empty() => {
-            snapshot.quota.add(pending.queue, &assignment.usage);
+            let still_holding: Vec<usize> = snapshot
+                .admitted
+                .iter()
+                .enumerate()
+                .filter(|(i, a)| {
+                    !excluded[*i] && pending.victims_in_flight.contains(&a.workload.key)
+                })
+                .map(|(i, _)| i)
+                .collect();
+            if assignment.mode == Mode::Preempt {
+                assume_preemption(
+                    snapshot,
+                    pending.queue,
+                    &assignment.usage,
+                    &still_holding,
+                    excluded,
+                );
+            } else {
+                // No complete assignment to assume: hold what it asks, victims still counted.
+                snapshot.quota.add(pending.queue, &assignment.usage);
+            }
             (
                 Outcome::Waiting {
                     victims: pending.victims_in_flight.clone(),
@@ -258,6 +284,7 @@ fn decide(
                     Outcome::Gated {
                         victims: victims.len(),
                         summary: selection.summary(),
+                        cost: cost_of(snapshot, &refs, victims),
                     },
                     !strict,
                 ),
@@ -266,13 +293,20 @@ fn decide(
                         .iter()
                         .map(|&i| {
                             let c = refs[i];
-                            excluded[c.admitted] = true;
                             VictimChoice {
                                 key: snapshot.admitted[c.admitted].workload.key.clone(),
                                 reason: c.reason,
                             }
                         })
                         .collect();
+                    let indices: Vec<usize> = victims.iter().map(|&i| refs[i].admitted).collect();
+                    assume_preemption(
+                        snapshot,
+                        pending.queue,
+                        &assignment.usage,
+                        &indices,
+                        excluded,
+                    );
                     (
                         Outcome::Preempt {
                             victims: chosen,
@@ -290,4 +324,46 @@ fn decide(
         assignment: Some(assignment),
         set_aside,
     })
+}
+
+/// What evicting `victims` (indices into `refs`) would cost: how many workloads, the highest
+/// priority among them, and their pods.
+fn cost_of(snapshot: &Snapshot, refs: &[CandidateRef], victims: &[usize]) -> PreemptionCost {
+    let workloads = || {
+        victims
+            .iter()
+            .map(|&i| &snapshot.admitted[refs[i].admitted].workload)
+    };
+    PreemptionCost {
+        victims: i32::try_from(victims.len()).unwrap_or(i32::MAX),
+        highest_priority: workloads().map(|w| w.priority).max().unwrap_or(0),
+        pods: workloads()
+            .flat_map(|w| &w.pod_sets)
+            .map(|p| i64::from(p.count))
+            .sum(),
+    }
+}
+
+/// For the rest of the cycle, a preemption counts as done: its victims (`victims`, indices
+/// into `snapshot.admitted`) no longer use quota nor can be chosen again, and the preemptor
+/// uses its assignment. Kueue likewise holds a preemptor's usage within its cycle. Without
+/// it, a lower-priority workload is admitted into the room beside the victims and evicted by
+/// the same preemptor once they are gone, again and again (found by `baton simulate`).
+fn assume_preemption(
+    snapshot: &mut Snapshot,
+    queue: usize,
+    usage: &super::quota::Usage,
+    victims: &[usize],
+    excluded: &mut [bool],
+) {
+    for &i in victims {
+        if excluded[i] {
+            continue;
+        }
+        excluded[i] = true;
+        let victim = &snapshot.admitted[i];
+        let (victim_queue, victim_usage) = (victim.queue, victim.usage.clone());
+        snapshot.quota.remove(victim_queue, &victim_usage);
+    }
+    snapshot.quota.add(queue, usage);
 }

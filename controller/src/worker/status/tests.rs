@@ -4,7 +4,7 @@ use baton_crds::Workload;
 use baton_crds::conditions::find_condition;
 use baton_crds::constants::{MULTIKUEUE_GATE, condition, reason};
 use baton_crds::gates::{gate_state, set_gate_state};
-use baton_crds::workload::{GateState, PreemptionGate};
+use baton_crds::workload::{GateState, PreemptionCost, PreemptionGate};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 
 use super::*;
@@ -14,6 +14,18 @@ fn t0() -> DateTime<Utc> {
     Utc.timestamp_opt(1_700_000_000, 0)
         .single()
         .unwrap_or_default()
+}
+
+fn cost(victims: i32) -> PreemptionCost {
+    PreemptionCost {
+        victims,
+        highest_priority: 10,
+        pods: 2 * i64::from(victims),
+    }
+}
+
+fn cost_of(w: &Workload) -> Option<PreemptionCost> {
+    w.status.as_ref().and_then(|s| s.preemption_cost)
 }
 
 fn gated_workload() -> Workload {
@@ -71,12 +83,12 @@ fn any_write_initialises_missing_gate_entries_closed() {
 #[test]
 fn gated_keeps_its_transition_time_while_true() {
     let w = gated_workload();
-    let w = status_of(&w, gated(&w, "needs 2 victims", t0()));
+    let w = status_of(&w, gated(&w, "needs 2 victims", cost(1), t0()));
     let blocked = cond(&w, condition::QUOTA_RESERVATION_BLOCKED);
     assert_eq!(blocked.status, "True");
     assert_eq!(blocked.reason, reason::PREEMPTION_GATED);
     let later = t0() + Duration::seconds(30);
-    let w = status_of(&w, gated(&w, "needs 3 victims", later));
+    let w = status_of(&w, gated(&w, "needs 3 victims", cost(1), later));
     let blocked = cond(&w, condition::QUOTA_RESERVATION_BLOCKED);
     assert_eq!(blocked.message, "needs 3 victims");
     assert_eq!(
@@ -84,13 +96,13 @@ fn gated_keeps_its_transition_time_while_true() {
         t0()
     );
     // Same decision again: nothing to write.
-    assert!(gated(&w, "needs 3 victims", later).is_none());
+    assert!(gated(&w, "needs 3 victims", cost(1), later).is_none());
 }
 
 #[test]
 fn admission_writes_the_assignment_and_clears_the_block() {
     let w = gated_workload();
-    let w = status_of(&w, gated(&w, "needs 1 victim", t0()));
+    let w = status_of(&w, gated(&w, "needs 1 victim", cost(1), t0()));
     let w = status_of(&w, admitted(&w, "cq", &assignment(), t0()));
     let status = w.status.as_ref().unwrap();
     let admission = status.admission.as_ref().unwrap();
@@ -138,7 +150,7 @@ fn eviction_releases_quota_and_closes_every_gate() {
 #[test]
 fn pending_lifts_a_stale_block() {
     let w = gated_workload();
-    let w = status_of(&w, gated(&w, "needs 1 victim", t0()));
+    let w = status_of(&w, gated(&w, "needs 1 victim", cost(1), t0()));
     let w = status_of(
         &w,
         pending(&w, reason::PENDING, "no victims any more", t0()),
@@ -211,4 +223,35 @@ fn finished_records_the_jobs_outcome() {
     assert!(finished(&done, true, "Job completed", t0()).is_none());
     let failed = status_of(&w, finished(&w, false, "BackoffLimitExceeded", t0()));
     assert_eq!(cond(&failed, condition::FINISHED).reason, "Failed");
+}
+
+#[test]
+fn gated_writes_the_cost_with_the_signal_and_updates_it() {
+    let w = gated_workload();
+    let w = status_of(&w, gated(&w, "needs 1 victim", cost(1), t0()));
+    assert_eq!(cost_of(&w), Some(cost(1)));
+    // Same message, different victim set: the cost alone makes a write.
+    let w = status_of(&w, gated(&w, "needs 1 victim", cost(2), t0()));
+    assert_eq!(cost_of(&w), Some(cost(2)));
+    assert!(gated(&w, "needs 1 victim", cost(2), t0()).is_none());
+}
+
+#[test]
+fn the_cost_goes_when_no_longer_gated() {
+    let w = gated_workload();
+    let w = status_of(&w, gated(&w, "needs 1 victim", cost(1), t0()));
+    let admitted_w = status_of(&w, admitted(&w, "cq", &assignment(), t0()));
+    assert_eq!(cost_of(&admitted_w), None);
+    let pending_w = status_of(&w, pending(&w, reason::PENDING, "no victims", t0()));
+    assert_eq!(cost_of(&pending_w), None);
+    // Its gate opened: preempting, no longer gated (even with the same message).
+    let message = cond(&w, condition::QUOTA_RESERVED).message.clone();
+    let preempting_w = status_of(&w, preempting(&w, &message, t0()));
+    assert_eq!(cost_of(&preempting_w), None);
+    // The cost serializes camelCase, as documented.
+    let json = serde_json::to_value(w.status.as_ref().unwrap()).unwrap();
+    assert_eq!(
+        json["preemptionCost"],
+        serde_json::json!({"victims": 1, "highestPriority": 10, "pods": 2})
+    );
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use baton_crds::Workload;
 use baton_crds::conditions::{find_condition, is_condition_true};
 use baton_crds::constants::{MULTIKUEUE_GATE, condition, reason};
-use baton_crds::workload::PreemptionGate;
+use baton_crds::workload::{PreemptionCost, PreemptionGate};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use kube::runtime::events::EventType;
 
@@ -102,12 +102,26 @@ fn a_gated_workload_names_its_closed_gate_and_tells_once() {
         Outcome::Gated {
             victims: 2,
             summary: "2 of priority 0".into(),
+            cost: PreemptionCost {
+                victims: 2,
+                highest_priority: 0,
+                pods: 2,
+            },
         },
         None,
     );
     let first = writes_for(&gated, &high, "cq", &no_victims(), &HashMap::new(), t0());
     let (why, note) = event(&first[0]).expect("an event when it starts waiting");
     assert_eq!(why, reason::PREEMPTION_GATED);
+    // The cost travels in the same write as the signal.
+    assert_eq!(
+        first[0].status.preemption_cost,
+        Some(PreemptionCost {
+            victims: 2,
+            highest_priority: 0,
+            pods: 2,
+        })
+    );
     assert_eq!(
         note,
         format!(
@@ -120,6 +134,11 @@ fn a_gated_workload_names_its_closed_gate_and_tells_once() {
             Outcome::Gated {
                 victims: 1,
                 summary: "1 of priority 0".into(),
+                cost: PreemptionCost {
+                    victims: 1,
+                    highest_priority: 0,
+                    pods: 1,
+                },
             },
             None,
         ),

@@ -4,6 +4,8 @@ use baton_crds::cluster_queue::{
 };
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
+use baton_crds::workload::PreemptionCost;
+
 use super::world::{World, decision, workload};
 use crate::worker::core::cycle::{Outcome, VictimChoice};
 use crate::worker::core::model::QueueProblem;
@@ -270,14 +272,48 @@ fn a_closed_gate_holds_back_preemption_but_not_admission() {
     w.submit_gated(q, workload("ns/fits", 0, 3, 2));
     let d = w.run();
     match &decision(&d, "ns/needs-preemption").outcome {
-        Outcome::Gated { victims, summary } => {
+        Outcome::Gated {
+            victims,
+            summary,
+            cost,
+        } => {
             assert_eq!(*victims, 1);
             assert!(summary.contains("1 victim"), "{summary}");
+            assert_eq!(
+                *cost,
+                PreemptionCost {
+                    victims: 1,
+                    highest_priority: 1,
+                    pods: 1
+                }
+            );
         }
         other => panic!("{other:?}"),
     }
     assert!(decision(&d, "ns/needs-preemption").set_aside);
     assert_eq!(decision(&d, "ns/fits").outcome, Outcome::Admit);
+}
+
+#[test]
+fn a_gated_preemptor_reports_the_cost_of_its_victim_set() {
+    let mut w = World::default();
+    let q = w.queue("cq", None, &[("default", 10)]);
+    let mut wide = workload("ns/low-wide", 2, 1, 4);
+    wide.pod_sets[0].count = 3;
+    w.admit(q, "default", wide, 1);
+    w.admit(q, "default", workload("ns/lower", 1, 2, 4), 1);
+    w.admit(q, "default", workload("ns/spared", 0, 3, 2), 1);
+    // Needs 8 of the 10 CPUs in use: two victims (4 + 4), not the smallest one.
+    w.submit_gated(q, workload("ns/high", 9, 4, 8));
+    match &decision(&w.run(), "ns/high").outcome {
+        Outcome::Gated { victims, cost, .. } => {
+            assert_eq!(i32::try_from(*victims).ok(), Some(cost.victims));
+            assert_eq!(cost.victims, 2, "{cost:?}");
+            assert_eq!(cost.highest_priority, 2, "{cost:?}");
+            assert_eq!(cost.pods, 4, "{cost:?}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -587,4 +623,22 @@ fn quota_freed_by_one_victim_is_held_for_its_preemptor_while_another_still_stops
         Outcome::Admit,
         "the freed CPU is held for the waiting preemptor"
     );
+}
+
+#[test]
+fn lower_priority_work_is_not_admitted_beside_a_preemptors_victims() {
+    // 10 CPUs: `victim` uses 6; the preemptor needs 8 and evicts it. `beside` (4 CPUs) fits in
+    // the 4 free now, but not once the preemptor runs: admitting it would only get it evicted
+    // by the same preemptor next cycle, over and over.
+    let mut w = World::default();
+    let q = w.queue("cq", None, &[("default", 10)]);
+    w.admit(q, "default", workload("ns/victim", 0, 1, 6), 1);
+    w.submit(q, workload("ns/preemptor", 9, 2, 8));
+    w.submit(q, workload("ns/beside", 5, 3, 4));
+    let d = w.run();
+    assert_eq!(
+        victims(&decision(&d, "ns/preemptor").outcome),
+        vec![("ns/victim".to_string(), PreemptReason::InClusterQueue)]
+    );
+    assert_ne!(decision(&d, "ns/beside").outcome, Outcome::Admit);
 }

@@ -1,0 +1,563 @@
+//! The discrete-event simulation: virtual workers running the real admission cycle
+//! (`worker::core::cycle::schedule`, victim selection inside), a virtual manager running the
+//! real ungating decision, and the delays between them, on a virtual clock.
+
+use super::events::{EventQueue, Millis};
+use super::manager::{Managed, Observed, millis};
+use super::metrics::{Eviction, Outcome, WorkloadStats};
+use super::model::{DelayRange, Mode, RunConfig};
+use super::rng::Rng;
+use super::trace::Trace;
+use super::world::{Entry, State, Worker, instant, key};
+use crate::manager::ungate::UngateDecision;
+use crate::worker::core::cycle::{Decision, Outcome as CycleOutcome, schedule};
+
+#[derive(Clone, Debug)]
+enum Event {
+    Arrive(usize),
+    CreateReplica {
+        wl: usize,
+        round: u32,
+        worker: usize,
+    },
+    Cycle(usize),
+    ManagerSees {
+        wl: usize,
+        round: u32,
+        worker: usize,
+        seen: Observed,
+    },
+    ManagerTick {
+        wl: usize,
+        at: Millis,
+    },
+    OpenGate {
+        wl: usize,
+        round: u32,
+        worker: usize,
+    },
+    RemoveReplica {
+        wl: usize,
+        round: u32,
+        worker: usize,
+    },
+    StartRun {
+        wl: usize,
+        round: u32,
+        worker: usize,
+    },
+    VictimGone {
+        worker: usize,
+        key: String,
+    },
+    Finish {
+        worker: usize,
+        key: String,
+        epoch: u32,
+    },
+}
+
+struct Sim<'a> {
+    trace: &'a Trace,
+    config: RunConfig,
+    queue: EventQueue<Event>,
+    workers: Vec<Worker>,
+    order: Vec<String>,
+    managed: Vec<Managed>,
+    stats: Vec<WorkloadStats>,
+    evictions: Vec<Eviction>,
+    /// Milli-CPU × milliseconds of work done by running pods (cut runs included).
+    useful: f64,
+    rng: Rng,
+    /// Per worker, the last delivery time of its watch and of writes to it: both keep order.
+    last_watch: Vec<Millis>,
+    last_write: Vec<Millis>,
+}
+
+/// Events per workload after which a run is stopped as not settling. Normal runs take
+/// about 40. A run can fail to settle because the admission cycle does not hold a
+/// preemptor's usage in the cycle it preempts: a lower-priority workload takes the room
+/// beside the victims, and the preemptor evicts it next, forever.
+pub const EVENT_BUDGET_PER_WORKLOAD: u64 = 500;
+
+/// Runs `trace` under `config` to the end: every workload has finished.
+pub fn simulate(trace: &Trace, config: RunConfig) -> Outcome {
+    let workers: Vec<Worker> = trace.workers.iter().map(Worker::new).collect();
+    let n = workers.len();
+    let mut sim = Sim {
+        trace,
+        config,
+        queue: EventQueue::default(),
+        order: workers.iter().map(|w| w.name.clone()).collect(),
+        workers,
+        managed: vec![Managed::default(); trace.workloads.len()],
+        stats: trace
+            .workloads
+            .iter()
+            .map(|w| WorkloadStats {
+                arrival: w.arrival,
+                priority: w.priority,
+                ..WorkloadStats::default()
+            })
+            .collect(),
+        evictions: Vec::new(),
+        useful: 0.0,
+        rng: Rng::new(config.seed),
+        last_watch: vec![0; n],
+        last_write: vec![0; n],
+    };
+    for (i, w) in trace.workloads.iter().enumerate() {
+        sim.queue.at(w.arrival, Event::Arrive(i));
+    }
+    // A guard, not a model: the worker core can alternate two evictions forever (see
+    // `EVENT_BUDGET_PER_WORKLOAD`); such a run stops with workloads unfinished.
+    let budget = EVENT_BUDGET_PER_WORKLOAD * (trace.workloads.len() as u64 + 10);
+    while let Some((_, event)) = sim.queue.pop() {
+        if sim.queue.handled() > budget {
+            break;
+        }
+        sim.handle(event);
+    }
+    let makespan = sim.queue.now();
+    let capacity: i64 = trace.workers.iter().map(|w| w.cpu_milli).sum();
+    Outcome::new(
+        config.mode,
+        sim.stats,
+        sim.evictions,
+        sim.useful / (capacity as f64 * makespan.max(1) as f64),
+        makespan,
+        sim.queue.handled(),
+    )
+}
+
+impl Sim<'_> {
+    fn now(&self) -> Millis {
+        self.queue.now()
+    }
+
+    fn orchestrated(&self) -> bool {
+        matches!(self.config.mode, Mode::Orchestrated { .. })
+    }
+
+    fn draw(&mut self, range: DelayRange) -> Millis {
+        self.rng.between(range.min, range.max)
+    }
+
+    /// When a status change on `worker` made now reaches the manager.
+    fn watch_at(&mut self, worker: usize) -> Millis {
+        let at = (self.now() + self.draw(self.config.delays.watch)).max(self.last_watch[worker]);
+        self.last_watch[worker] = at;
+        at
+    }
+
+    /// When a manager write made now reaches `worker`.
+    fn write_at(&mut self, worker: usize) -> Millis {
+        let at = (self.now() + self.draw(self.config.delays.dispatch)).max(self.last_write[worker]);
+        self.last_write[worker] = at;
+        at
+    }
+
+    /// Schedules a cycle on `worker` now, unless one is already due.
+    fn touch(&mut self, worker: usize) {
+        if !self.workers[worker].cycle_queued {
+            self.workers[worker].cycle_queued = true;
+            let now = self.now();
+            self.queue.at(now, Event::Cycle(worker));
+        }
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Arrive(wl) => self.arrive(wl),
+            Event::CreateReplica { wl, round, worker } => self.create_replica(wl, round, worker),
+            Event::Cycle(worker) => self.cycle(worker),
+            Event::ManagerSees {
+                wl,
+                round,
+                worker,
+                seen,
+            } => self.manager_sees(wl, round, worker, seen),
+            Event::ManagerTick { wl, at } => {
+                if self.managed[wl].next_tick == Some(at) {
+                    self.managed[wl].next_tick = None;
+                }
+                self.ungate(wl);
+            }
+            Event::OpenGate { wl, round, worker } => {
+                let k = key(&self.trace.workloads[wl].name, Some(round));
+                if let Some(e) = self.workers[worker].entries.get_mut(&k) {
+                    e.gate_closed = false;
+                    e.set_aside = false;
+                    self.touch(worker);
+                }
+            }
+            Event::RemoveReplica { wl, round, worker } => self.remove_replica(wl, round, worker),
+            Event::StartRun { wl, round, worker } => self.start_run(wl, round, worker),
+            Event::VictimGone { worker, key } => self.victim_gone(worker, &key),
+            Event::Finish { worker, key, epoch } => self.finish(worker, &key, epoch),
+        }
+    }
+
+    fn arrive(&mut self, wl: usize) {
+        let w = &self.trace.workloads[wl];
+        match w.cluster {
+            Some(c) => {
+                let entry = Entry::new(wl, w, None, self.now(), false);
+                self.workers[c]
+                    .entries
+                    .insert(entry.model.key.clone(), entry);
+                self.touch(c);
+            }
+            None => self.dispatch(wl),
+        }
+    }
+
+    /// Replicas on every worker, for the workload's current round.
+    fn dispatch(&mut self, wl: usize) {
+        let mode = self.config.mode;
+        self.managed[wl].dispatch(&self.order, mode);
+        let round = self.managed[wl].round;
+        for worker in 0..self.workers.len() {
+            let at = self.write_at(worker);
+            self.queue
+                .at(at, Event::CreateReplica { wl, round, worker });
+        }
+    }
+
+    fn create_replica(&mut self, wl: usize, round: u32, worker: usize) {
+        let m = &self.managed[wl];
+        let wanted =
+            !m.done && m.round == round && m.views.get(worker).is_some_and(Option::is_some);
+        if !wanted {
+            return;
+        }
+        let gated = self.orchestrated();
+        let entry = Entry::new(
+            wl,
+            &self.trace.workloads[wl],
+            Some(round),
+            self.now(),
+            gated,
+        );
+        self.workers[worker]
+            .entries
+            .insert(entry.model.key.clone(), entry);
+        self.touch(worker);
+    }
+
+    /// One admission cycle of the real worker core, then its decisions applied.
+    fn cycle(&mut self, worker: usize) {
+        let w = &mut self.workers[worker];
+        w.cycle_queued = false;
+        if w.used_milli() < w.used_after_last_cycle {
+            w.entries.values_mut().for_each(|e| e.set_aside = false);
+        }
+        let (mut snapshot, pending) = w.snapshot();
+        if !pending.is_empty() {
+            let decisions = schedule(&mut snapshot, &pending, instant(self.now()));
+            for decision in decisions {
+                self.apply(worker, decision);
+            }
+        }
+        let w = &mut self.workers[worker];
+        w.used_after_last_cycle = w.used_milli();
+    }
+
+    fn apply(&mut self, worker: usize, decision: Decision) {
+        let now = self.now();
+        let Some(entry) = self.workers[worker].entries.get_mut(&decision.key) else {
+            return;
+        };
+        let wl = entry.wl;
+        let round = entry.round;
+        let before = (entry.signal_since, entry.cost);
+        entry.set_aside = decision.set_aside;
+        let mut evict = Vec::new();
+        let mut finish_epoch = None;
+        match decision.outcome {
+            CycleOutcome::Admit => {
+                entry.signal_since = None;
+                entry.cost = None;
+                let local = round.is_none();
+                entry.state = State::Admitted {
+                    at: now,
+                    evicting: false,
+                    running_since: local.then_some(now),
+                };
+                if local {
+                    finish_epoch = Some(entry.epoch);
+                }
+            }
+            CycleOutcome::Preempt { victims, .. } => {
+                entry.signal_since = None;
+                entry.cost = None;
+                evict = victims.into_iter().map(|v| v.key).collect();
+                entry.in_flight = evict.clone();
+            }
+            CycleOutcome::Gated { cost, .. } => {
+                entry.signal_since.get_or_insert(now);
+                entry.cost = Some(cost);
+            }
+            CycleOutcome::Waiting { .. } | CycleOutcome::Pending { .. } => {
+                entry.signal_since = None;
+                entry.cost = None;
+            }
+        }
+        if let Some(epoch) = finish_epoch {
+            let run = self.trace.workloads[wl].run;
+            let key = decision.key.clone();
+            self.queue
+                .at(now + run, Event::Finish { worker, key, epoch });
+            self.stats[wl].admitted_at(now, worker);
+        }
+        for victim in &evict {
+            self.evict(worker, victim, wl);
+        }
+        // Replicas' status changes reach the manager through its watch.
+        let Some(round) = round else { return };
+        let Some(entry) = self.workers[worker].entries.get(&decision.key) else {
+            return;
+        };
+        let admitted = match entry.state {
+            State::Admitted { at, .. } => Some(at),
+            State::Pending => None,
+        };
+        if (entry.signal_since, entry.cost) != before || admitted == Some(now) {
+            let seen = Observed {
+                signal: entry.signal_since,
+                cost: entry.cost,
+                admitted,
+                evicted: false,
+            };
+            self.notify(wl, round, worker, seen);
+        }
+    }
+
+    fn notify(&mut self, wl: usize, round: u32, worker: usize, seen: Observed) {
+        let at = self.watch_at(worker);
+        self.queue.at(
+            at,
+            Event::ManagerSees {
+                wl,
+                round,
+                worker,
+                seen,
+            },
+        );
+    }
+
+    fn evict(&mut self, worker: usize, victim: &str, preemptor: usize) {
+        let now = self.now();
+        let Some(e) = self.workers[worker].entries.get_mut(victim) else {
+            return;
+        };
+        let State::Admitted {
+            at,
+            evicting: false,
+            running_since,
+        } = e.state
+        else {
+            return;
+        };
+        e.state = State::Admitted {
+            at,
+            evicting: true,
+            running_since,
+        };
+        e.epoch += 1;
+        let (wl, round, cpu) = (e.wl, e.round, e.cpu_milli);
+        // Pods that never started have nothing to stop.
+        let stop = match running_since {
+            Some(since) => {
+                self.useful += cpu as f64 * (now - since) as f64;
+                self.trace.workloads[wl].stop
+            }
+            None => 0,
+        };
+        self.evictions.push(Eviction {
+            worker,
+            victim: wl,
+            preemptor,
+            at: now,
+        });
+        self.stats[preemptor].preempted_on |= 1 << worker;
+        self.queue.at(
+            now + stop,
+            Event::VictimGone {
+                worker,
+                key: victim.to_string(),
+            },
+        );
+        if let Some(round) = round {
+            let seen = Observed {
+                evicted: true,
+                admitted: Some(at),
+                ..Observed::default()
+            };
+            self.notify(wl, round, worker, seen);
+        }
+    }
+
+    /// An evicted workload's pods are gone: its quota is free. A local workload queues
+    /// again; a replica is deleted (the manager dispatches the workload again).
+    fn victim_gone(&mut self, worker: usize, key: &str) {
+        let w = &mut self.workers[worker];
+        if let Some(mut e) = w.entries.remove(key)
+            && e.round.is_none()
+        {
+            e.state = State::Pending;
+            e.in_flight.clear();
+            e.signal_since = None;
+            e.cost = None;
+            w.entries.insert(key.to_string(), e);
+        }
+        self.touch(worker);
+    }
+
+    fn remove_replica(&mut self, wl: usize, round: u32, worker: usize) {
+        let k = key(&self.trace.workloads[wl].name, Some(round));
+        let w = &mut self.workers[worker];
+        let evicting = w
+            .entries
+            .get(&k)
+            .is_some_and(|e| matches!(e.state, State::Admitted { evicting: true, .. }));
+        // An evicting replica holds its quota until its pods are gone (`victim_gone`).
+        if !evicting && w.entries.remove(&k).is_some() {
+            self.touch(worker);
+        }
+    }
+
+    fn start_run(&mut self, wl: usize, round: u32, worker: usize) {
+        let now = self.now();
+        let k = key(&self.trace.workloads[wl].name, Some(round));
+        let Some(e) = self.workers[worker].entries.get_mut(&k) else {
+            return;
+        };
+        if let State::Admitted {
+            evicting: false,
+            running_since: running @ None,
+            ..
+        } = &mut e.state
+        {
+            *running = Some(now);
+            let epoch = e.epoch;
+            let run = self.trace.workloads[wl].run;
+            self.queue.at(
+                now + run,
+                Event::Finish {
+                    worker,
+                    key: k,
+                    epoch,
+                },
+            );
+        }
+    }
+
+    fn finish(&mut self, worker: usize, key: &str, epoch: u32) {
+        let now = self.now();
+        let w = &mut self.workers[worker];
+        let Some(e) = w.entries.get(key) else { return };
+        let State::Admitted {
+            evicting: false,
+            running_since: Some(since),
+            ..
+        } = e.state
+        else {
+            return;
+        };
+        if e.epoch != epoch {
+            return;
+        }
+        self.useful += e.cpu_milli as f64 * (now - since) as f64;
+        let wl = e.wl;
+        w.entries.remove(key);
+        self.stats[wl].finished = Some(now);
+        self.managed[wl].done = true;
+        self.touch(worker);
+    }
+
+    fn manager_sees(&mut self, wl: usize, round: u32, worker: usize, seen: Observed) {
+        let m = &mut self.managed[wl];
+        if m.done || m.round != round || !m.views.get(worker).is_some_and(Option::is_some) {
+            return;
+        }
+        if seen.evicted {
+            if m.winner == Some(worker) {
+                // Back to dispatch: the evicted replica is deleted once its pods are gone.
+                m.round += 1;
+                m.views.iter_mut().for_each(|v| *v = None);
+                self.dispatch(wl);
+            }
+            return;
+        }
+        m.observe(worker, &seen);
+        if let (Some(at), None) = (seen.admitted, m.winner) {
+            // The first admitted replica wins; the others are deleted.
+            m.winner = Some(worker);
+            let others: Vec<usize> = (0..m.views.len())
+                .filter(|&j| j != worker && m.views[j].is_some())
+                .collect();
+            for &j in &others {
+                m.views[j] = None;
+            }
+            self.stats[wl].admitted_at(at, worker);
+            for j in others {
+                let at = self.write_at(j);
+                self.queue.at(
+                    at,
+                    Event::RemoveReplica {
+                        wl,
+                        round,
+                        worker: j,
+                    },
+                );
+            }
+            let at = self.write_at(worker);
+            self.queue.at(at, Event::StartRun { wl, round, worker });
+            return;
+        }
+        if m.winner.is_none() {
+            self.ungate(wl);
+        }
+    }
+
+    fn ungate(&mut self, wl: usize) {
+        let now = self.now();
+        let m = &self.managed[wl];
+        if m.done || m.winner.is_some() || !self.orchestrated() {
+            return;
+        }
+        match m.ungate(&self.order, instant(now), self.config.mode) {
+            UngateDecision::Nothing => {}
+            UngateDecision::Wait { requeue_after, .. }
+            | UngateDecision::Collect { requeue_after, .. } => {
+                self.tick(wl, now + millis(requeue_after).max(1));
+            }
+            UngateDecision::Open {
+                cluster,
+                requeue_after,
+                ..
+            } => {
+                let Some(worker) = self.order.iter().position(|c| *c == cluster) else {
+                    return;
+                };
+                let round = self.managed[wl].round;
+                self.managed[wl].opened(worker, now);
+                let at = self.write_at(worker);
+                self.queue.at(at, Event::OpenGate { wl, round, worker });
+                self.tick(wl, now + millis(requeue_after).max(1));
+            }
+        }
+    }
+
+    /// Looks at `wl` again at `at`, unless an earlier look is already due.
+    fn tick(&mut self, wl: usize, at: Millis) {
+        let now = self.now();
+        let m = &mut self.managed[wl];
+        if m.next_tick.is_some_and(|t| t > now && t <= at) {
+            return;
+        }
+        m.next_tick = Some(at);
+        self.queue.at(at, Event::ManagerTick { wl, at });
+    }
+}
