@@ -8,6 +8,12 @@
 //!   `QuotaReservationBlocked` at once; reports the time from the first signal being written to
 //!   the gate being open on that worker (p50/p99).
 //!
+//! - submission: how fast the benchmark's own client creates the Workloads (no manager).
+//!
+//! The testbed's API server cost model is on (`BATON_BENCH_COST`: `shared`, the default, one
+//! budget for all four clusters as on one machine; `per-cluster`; `off`). Each phase prints
+//! the API requests per admitted workload by cluster, verb and resource (from the testbed's
+//! counters; the benchmark's own clients apart) and the machine's limit from them.
 //! `BATON_BENCH_WORKLOADS` overrides the count.
 
 use std::collections::HashMap;
@@ -17,11 +23,15 @@ use std::time::{Duration, Instant};
 use baton_crds::constants::MULTIKUEUE_GATE;
 use baton_crds::gates::gate_state;
 use baton_crds::workload::{GateState, Workload};
+use baton_e2e::api_work::{self, BENCH_CLIENT, CostMode};
 use baton_e2e::multikueue::{Env, ManagerProcess};
+use baton_testbed::server::TestCluster;
+use baton_testbed::server::cost::CostProfile;
 use chrono::Utc;
 use futures::StreamExt;
+use kube::Client;
 use kube::ResourceExt;
-use kube::api::Api;
+use kube::api::{Api, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 
 #[derive(Clone, Copy, PartialEq)]
@@ -34,10 +44,147 @@ enum Worker {
 
 type Times = Arc<Mutex<HashMap<String, Instant>>>;
 
+/// A client whose requests the testbed counts as the benchmark's own (`BENCH_CLIENT`), or
+/// `fallback` on real clusters.
+fn bench_client(testbed: Option<&TestCluster>, fallback: Client) -> Client {
+    let Some(tc) = testbed else {
+        return fallback;
+    };
+    let tagged = tc.client_config().ok().and_then(|mut config| {
+        let agent = axum::http::HeaderValue::from_str(&format!("{BENCH_CLIENT}/1")).ok()?;
+        config.headers.push((axum::http::header::USER_AGENT, agent));
+        Client::try_from(config).ok()
+    });
+    tagged.unwrap_or(fallback)
+}
+
+fn manager_bench_client(env: &Env) -> Client {
+    bench_client(env.base.manager().testbed.as_deref(), env.manager_client())
+}
+
+/// A Workload of one pod of one CPU (as `Env::submit`), submitted with the benchmark's client.
+async fn submit(api: &Api<Workload>, namespace: &str, name: &str) -> anyhow::Result<()> {
+    let wl: Workload = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"queueName": "user-queue", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+    }))?;
+    api.create(&PostParams::default(), &wl).await?;
+    Ok(())
+}
+
+/// Submissions in flight at once.
+const SUBMIT_CONCURRENCY: usize = 32;
+
+/// Creates `count` Workloads, `SUBMIT_CONCURRENCY` at a time, paced at `rate` per second
+/// when given; records when each was sent.
+async fn submit_all(env: &Env, count: usize, rate: Option<u32>, start: Instant, submitted: &Times) {
+    let api: Api<Workload> = Api::namespaced(manager_bench_client(env), &env.namespace);
+    let pace = rate.map(|r| Duration::from_secs_f64(1.0 / f64::from(r.max(1))));
+    futures::stream::iter(0..count)
+        .then(|n| async move {
+            if let Some(pace) = pace {
+                let due = start + pace.mul_f64(n as f64);
+                tokio::time::sleep_until(due.into()).await;
+            }
+            n
+        })
+        .map(|n| {
+            let (api, namespace) = (&api, &env.namespace);
+            let submitted = submitted.clone();
+            async move {
+                let name = format!("wl-{n:05}");
+                submitted
+                    .lock()
+                    .expect("lock")
+                    .insert(name.clone(), Instant::now());
+                submit(api, namespace, &name).await
+            }
+        })
+        .buffer_unordered(SUBMIT_CONCURRENCY)
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                eprintln!("submit failed: {e}");
+            }
+        })
+        .await;
+}
+
+/// The cost model as the environment variable asks; returns the workers per budget.
+fn cost_on(env: &Env, mode: CostMode) -> Option<usize> {
+    api_work::apply_cost(env, mode, &CostProfile::kube_apiserver())
+}
+
+/// Waits until no testbed cluster has served a request for `quiet` (work trailing the last
+/// admission, e.g. removing the losers' replicas), at most `deadline`.
+async fn settle(env: &Env, quiet: Duration, deadline: Duration) -> api_work::Snapshot {
+    let end = Instant::now() + deadline;
+    let mut last = api_work::snapshot(env);
+    let mut since = Instant::now();
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = api_work::snapshot(env);
+        // Open watches send bookmarks but make no requests: equal counts mean no work.
+        if now != last {
+            last = now;
+            since = Instant::now();
+        } else if since.elapsed() >= quiet || Instant::now() >= end {
+            return last;
+        }
+    }
+}
+
+/// Prints the requests per admitted workload and the machine's limit they imply.
+fn print_work(
+    mode: CostMode,
+    workers: Option<usize>,
+    work: &api_work::Snapshot,
+    admitted: usize,
+    achieved: f64,
+) {
+    if work.is_empty() {
+        return;
+    }
+    println!(
+        "  API requests per admitted workload (pipeline = not {BENCH_CLIENT}; watch starts not counted as reads):"
+    );
+    for line in api_work::report(work, admitted) {
+        println!("{line}");
+    }
+    if let Some(workers) = workers {
+        let profile = CostProfile::kube_apiserver();
+        let l = api_work::limits(&profile, mode, workers, work, admitted);
+        println!(
+            "  machine limit ({mode:?} budget of {workers} server workers): {:.1} workloads/s from writes alone, {:.1} from all requests; achieved {achieved:.1} = {:.0}% of the latter",
+            l.writes_only,
+            l.all_requests,
+            100.0 * achieved / l.all_requests
+        );
+    }
+}
+
+/// How fast the benchmark's client creates `count` Workloads with no manager running.
+async fn submission(count: usize, mode: CostMode) -> anyhow::Result<()> {
+    let env = Env::start(3).await?;
+    cost_on(&env, mode);
+    let submitted: Times = Arc::default();
+    let start = Instant::now();
+    submit_all(&env, count, None, start, &submitted).await;
+    let took = start.elapsed();
+    println!(
+        "  {count} creates in {:.2}s: {:.0} creates/s ({SUBMIT_CONCURRENCY} in flight)",
+        took.as_secs_f64(),
+        count as f64 / took.as_secs_f64()
+    );
+    Ok(())
+}
+
 /// A stand-in worker scheduler: reacts to replicas on one worker cluster.
 fn stand_in(env: &Env, i: usize, mode: Worker, signalled: Times, opened: Times) {
-    let api: Api<Workload> = Api::all(env.worker_client(i));
-    let env_workers = env.worker_workloads(i);
+    let client = bench_client(env.testbed_worker(i), env.worker_client(i));
+    let api: Api<Workload> = Api::all(client.clone());
+    let env_workers: Api<Workload> = Api::namespaced(client, &env.namespace);
     tokio::spawn(async move {
         let mut events = watcher(api, watcher::Config::default())
             .default_backoff()
@@ -158,8 +305,9 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 /// `rate`: submissions per second, or `None` for all at once (32 in flight).
-async fn run(count: usize, mode: Worker, rate: Option<u32>) -> anyhow::Result<()> {
+async fn run(count: usize, mode: Worker, rate: Option<u32>, cost: CostMode) -> anyhow::Result<()> {
     let mut env = Env::start(3).await?;
+    let workers = cost_on(&env, cost);
     let manager = env.start_manager("singleClusterPreemptionTimeout: 5m\ngcInterval: 0s\nworkerClient: {qps: 5000, burst: 5000}\n")?;
     let signalled: Times = Arc::default();
     let opened: Times = Arc::default();
@@ -171,7 +319,7 @@ async fn run(count: usize, mode: Worker, rate: Option<u32>) -> anyhow::Result<()
 
     let admitted: Times = Arc::default();
     {
-        let api: Api<Workload> = env.manager_workloads();
+        let api: Api<Workload> = Api::namespaced(manager_bench_client(&env), &env.namespace);
         let admitted = admitted.clone();
         tokio::spawn(async move {
             let mut events = watcher(api, watcher::Config::default())
@@ -196,42 +344,17 @@ async fn run(count: usize, mode: Worker, rate: Option<u32>) -> anyhow::Result<()
         });
     }
 
+    let before = api_work::snapshot(&env);
     let start = Instant::now();
     let submitted: Times = Arc::default();
-    let pace = rate.map(|r| Duration::from_secs_f64(1.0 / f64::from(r.max(1))));
-    futures::stream::iter(0..count)
-        .then(|n| async move {
-            if let Some(pace) = pace {
-                let due = start + pace.mul_f64(n as f64);
-                tokio::time::sleep_until(due.into()).await;
-            }
-            n
-        })
-        .map(|n| {
-            let env = &env;
-            let submitted = submitted.clone();
-            async move {
-                let name = format!("wl-{n:05}");
-                submitted
-                    .lock()
-                    .expect("lock")
-                    .insert(name.clone(), Instant::now());
-                env.submit(&name, 1).await
-            }
-        })
-        .buffer_unordered(32)
-        .for_each(|r| async move {
-            if let Err(e) = r {
-                eprintln!("submit failed: {e}");
-            }
-        })
-        .await;
+    submit_all(&env, count, rate, start, &submitted).await;
     let submit_time = start.elapsed();
     let deadline = Instant::now() + Duration::from_secs(300);
     while admitted.lock().expect("lock").len() < count && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let total = start.elapsed();
+    let after = settle(&env, Duration::from_secs(2), Duration::from_secs(30)).await;
     let admitted = admitted.lock().expect("lock").clone();
     let submitted = submitted.lock().expect("lock").clone();
     let mut latencies: Vec<Duration> = admitted
@@ -275,6 +398,13 @@ async fn run(count: usize, mode: Worker, rate: Option<u32>) -> anyhow::Result<()
         );
     }
     print_manager_metrics(&manager);
+    print_work(
+        cost,
+        workers,
+        &api_work::between(&before, &after),
+        admitted.len(),
+        admitted.len() as f64 / last.as_secs_f64(),
+    );
     anyhow::ensure!(
         admitted.len() == count,
         "only {} of {count} workloads were admitted",
@@ -321,17 +451,24 @@ async fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(if benching { 1000 } else { 20 });
+    let cost = CostMode::parse(std::env::var("BATON_BENCH_COST").ok().as_deref());
+    println!(
+        "API server cost model: {cost:?} (BATON_BENCH_COST=shared|per-cluster|off); {:?}",
+        CostProfile::kube_apiserver()
+    );
+    println!("submission: the benchmark's client alone creates {count} workloads (no manager)");
+    submission(count, cost).await?;
     println!(
         "manager throughput: {count} workloads submitted at once, 1 manager + 3 workers (stand-in workers admit at once)"
     );
-    run(count, Worker::Admit, None).await?;
+    run(count, Worker::Admit, None, cost).await?;
     println!(
         "gate latency, paced: {count} workloads at 50/s x 3 workers, every worker signals at once"
     );
-    run(count, Worker::SignalThenAdmitWhenOpen, Some(50)).await?;
+    run(count, Worker::SignalThenAdmitWhenOpen, Some(50), cost).await?;
     println!(
         "gate latency, burst: {count} workloads submitted at once x 3 workers (queueing included)"
     );
-    run(count, Worker::SignalThenAdmitWhenOpen, None).await?;
+    run(count, Worker::SignalThenAdmitWhenOpen, None, cost).await?;
     Ok(())
 }

@@ -3,8 +3,10 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use super::cost::Cost;
 use super::faults::Faults;
 use super::rbac::PolicyCache;
+use super::request_counts::RequestCounts;
 use super::store::Store;
 
 /// Tunables of one cluster.
@@ -43,6 +45,10 @@ pub struct ClusterState {
     pub options: ClusterOptions,
     store: Mutex<Store>,
     pub faults: Faults,
+    /// The API server cost model (off unless a benchmark turns it on).
+    pub cost: Cost,
+    /// Requests served, by client, verb and resource.
+    pub requests: RequestCounts,
     /// Bumped to end every open watch (as an API server restart does).
     pub watch_epoch: tokio::sync::watch::Sender<u64>,
     /// The compiled RBAC policy (only service-account and impersonated requests use it).
@@ -59,6 +65,8 @@ impl ClusterState {
             store: Mutex::new(Store::new(options.history_limit)),
             options,
             faults: Faults::default(),
+            cost: Cost::default(),
+            requests: RequestCounts::default(),
             watch_epoch,
             rbac: PolicyCache::default(),
             jobs,

@@ -17,6 +17,7 @@ use super::managed::{self, Operation};
 use super::ops::{self, DeleteOpts, WriteOpts};
 use super::patch::{self, PatchType};
 use super::rbac::{self, Attributes};
+use super::request_counts::RequestKind;
 use super::resource::{Builtin, ResourceType};
 use super::validation::{self, FieldValidation};
 use super::{decode, discovery, negotiate, openapi, reviews, scale, table};
@@ -111,6 +112,10 @@ fn resource_route(group: &str, version: &str, rest: &[&str]) -> Option<Route> {
 /// The single handler behind the router.
 pub async fn handle(State(cluster): State<Arc<ClusterState>>, req: Request) -> Response {
     let is_write = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    let kind = RequestKind::of(req.method(), req.uri(), req.headers());
+    let class = kind.cost_class();
+    cluster.requests.record(kind);
+    cluster.cost.serve(class).await;
     if let Err(e) = cluster.faults.before_request(is_write).await {
         return e.into_response();
     }
@@ -126,7 +131,7 @@ pub async fn handle(State(cluster): State<Arc<ClusterState>>, req: Request) -> R
 
 /// The path without the deprecated `/watch/` segment (`/api/v1/watch/namespaces/n/secrets`),
 /// when it has one.
-fn without_watch_segment(path: &str) -> Option<String> {
+pub(super) fn without_watch_segment(path: &str) -> Option<String> {
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let at = match segs.as_slice() {
         ["api", _, "watch", _, ..] => 2,

@@ -16,6 +16,7 @@ pub mod builtin;
 pub mod cluster;
 pub mod continue_token;
 pub mod controllers;
+pub mod cost;
 pub mod crd;
 pub mod decode;
 pub mod deletion;
@@ -42,6 +43,7 @@ pub mod ops;
 pub mod patch;
 pub mod protobuf;
 pub mod rbac;
+pub mod request_counts;
 pub mod resource;
 pub mod reviews;
 pub mod scale;
@@ -173,6 +175,16 @@ impl TestCluster {
 
     pub fn faults(&self) -> &Faults {
         &self.state.faults
+    }
+
+    /// The API server cost model of this cluster (off by default).
+    pub fn cost(&self) -> &cost::Cost {
+        &self.state.cost
+    }
+
+    /// The requests this cluster served, by client, verb and resource.
+    pub fn request_counts(&self) -> &request_counts::RequestCounts {
+        &self.state.requests
     }
 
     /// Caps how long a deleted pod takes to go (`ClusterOptions::termination_grace_cap`).

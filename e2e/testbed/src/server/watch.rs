@@ -212,7 +212,8 @@ pub fn serve(
         params: params.clone(),
         columns_sent: AtomicBool::new(false),
     };
-    let (tx, rx) = mpsc::channel::<Bytes>(1024);
+    // Each line with the time it may leave (the cost model's watch delay), if any.
+    let (tx, rx) = mpsc::channel::<(Option<tokio::time::Instant>, Bytes)>(1024);
 
     // Snapshot or replay, and subscription, under one lock: no change falls in between.
     let (initial, mut changes, start_rv): (Vec<Bytes>, broadcast::Receiver<Arc<Change>>, u64) = {
@@ -227,7 +228,7 @@ pub fn serve(
     let interval = cluster.options.bookmark_interval;
     tokio::spawn(async move {
         for line in initial {
-            if tx.send(line).await.is_err() {
+            if tx.send((None, line)).await.is_err() {
                 return;
             }
         }
@@ -250,7 +251,11 @@ pub fn serve(
                         progress = change.rv;
                         if let Some(line) = watcher.event_for(&change) {
                             sent = change.rv;
-                            if tx.send(line).await.is_err() {
+                            let due = cluster
+                                .cost
+                                .watch_delay()
+                                .map(|d| tokio::time::Instant::now() + d);
+                            if tx.send((due, line)).await.is_err() {
                                 return;
                             }
                         }
@@ -259,14 +264,14 @@ pub fn serve(
                     Err(_) => return,
                 },
                 _ = ticker.tick(), if bookmarks => {
-                    if tx.send(watcher.bookmark(progress, false)).await.is_err() {
+                    if tx.send((None, watcher.bookmark(progress, false))).await.is_err() {
                         return;
                     }
                 }
                 // Only once the cache has moved past the last event this watcher got.
                 _ = &mut last_bookmark, if last_bookmark_due => {
                     last_bookmark_due = false;
-                    if progress > sent && tx.send(watcher.bookmark(progress, false)).await.is_err() {
+                    if progress > sent && tx.send((None, watcher.bookmark(progress, false))).await.is_err() {
                         return;
                     }
                 }
@@ -277,7 +282,11 @@ pub fn serve(
         }
     });
     let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
+        let (due, line) = rx.recv().await?;
+        if let Some(due) = due {
+            tokio::time::sleep_until(due).await;
+        }
+        Some((Ok::<_, Infallible>(line), rx))
     });
     stream_response(Body::from_stream(stream))
 }
