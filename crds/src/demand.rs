@@ -126,11 +126,25 @@ fn container_requests(container: &Container, path: &str) -> Result<Resources, De
     Ok(out)
 }
 
+/// Parses a request, limit or overhead list. A negative amount is refused as kube-apiserver
+/// refuses it on Pods: counted as is, it would hand its queue phantom quota.
 fn parse_list(list: &BTreeMap<String, Quantity>, path: &str) -> Result<Resources, DemandError> {
-    Resources::from_quantities(list).map_err(|(name, source)| DemandError {
+    let error = |name: &str, source| DemandError {
         path: format!("{path}.{name}"),
         source,
-    })
+    };
+    let resources = Resources::from_quantities(list).map_err(|(name, e)| error(&name, e))?;
+    if let Some((name, _)) = resources.0.iter().find(|&(_, &milli)| milli < 0) {
+        let value = list.get(name).map(|q| q.0.clone()).unwrap_or_default();
+        return Err(error(
+            name,
+            QuantityError {
+                value,
+                reason: "must be greater than or equal to 0",
+            },
+        ));
+    }
+    Ok(resources)
 }
 
 #[cfg(test)]
@@ -326,5 +340,44 @@ mod tests {
             "spec.podSets[main].template.spec.containers[trainer].resources.requests.cpu"
         );
         assert!(err.to_string().contains("\"two\""));
+    }
+
+    #[test]
+    fn negative_amounts_are_refused_with_their_field() {
+        let spec = |requests: &[(&str, &str)], limits: &[(&str, &str)]| PodSpec {
+            containers: vec![container("c", requests, limits)],
+            ..Default::default()
+        };
+        for (spec, field) in [
+            (
+                spec(&[("cpu", "-1")], &[]),
+                "containers[c].resources.requests.cpu",
+            ),
+            (
+                spec(&[], &[("memory", "-1Gi")]),
+                "containers[c].resources.limits.memory",
+            ),
+            (
+                PodSpec {
+                    overhead: q(&[("cpu", "-100m")]),
+                    ..spec(&[("cpu", "1")], &[])
+                },
+                "overhead.cpu",
+            ),
+        ] {
+            let err = pod_set_demand(&pod_set("main", 1, spec)).expect_err("negative");
+            assert_eq!(
+                err.path,
+                format!("spec.podSets[main].template.spec.{field}")
+            );
+            assert!(
+                err.to_string()
+                    .contains("must be greater than or equal to 0"),
+                "{err}"
+            );
+        }
+        // Zero is a valid request.
+        let zero = pod_set("main", 1, spec(&[("cpu", "0")], &[]));
+        assert_eq!(pod_set_demand(&zero).expect("valid").total.get("cpu"), 0);
     }
 }

@@ -6,11 +6,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use baton_crds::workload::Workload;
+use chrono::{DateTime, Utc};
 use kube::runtime::controller::Action;
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 
+use super::gate_clock;
 use super::lifecycle::{ClusterState, ClusterView, LastKnown, LifecycleConfig};
 use super::replica::is_ours;
 use super::routing::{Route, RoutingSnapshot};
@@ -42,6 +44,9 @@ impl ReconcileError {
 /// A replica whose gate we opened: the resourceVersion the write replaced, and what we wrote.
 pub type OpenedGate = (Option<String>, Workload);
 
+/// An Open gate stamped in the future: (the stamp, when the manager first saw it).
+pub type FutureGate = (DateTime<Utc>, DateTime<Utc>);
+
 /// The caches and clients the reconciler reads and writes through.
 pub struct Context {
     pub client: Client,
@@ -57,6 +62,9 @@ pub struct Context {
     /// reconcile right after an opening could see the gate still Closed and open a second
     /// cluster's gate.
     pub opened: Mutex<HashMap<(String, String), OpenedGate>>,
+    /// Open gates stamped in the future (see [`gate_clock`]): (cluster, `ns/name`) → (the
+    /// stamp, when the manager first saw it).
+    pub future_gates: Mutex<HashMap<(String, String), FutureGate>>,
     /// Told after every reconcile: the queues' counts may have changed.
     pub queues_changed: Arc<tokio::sync::Notify>,
     /// Wakes the Job reconciler for the Job owning a Workload. The Workload reconciler
@@ -131,6 +139,29 @@ impl Context {
         );
     }
 
+    /// The replica with an Open gate stamped in the future counted from when the manager
+    /// first saw that stamp.
+    fn trusted_gate_time(&self, cluster: &str, replica: Workload, now: DateTime<Utc>) -> Workload {
+        let id = (cluster.to_string(), workload_key(&replica));
+        let mut seen = self.future_gates.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(stamp) = gate_clock::future_open_time(&replica, now) else {
+            seen.remove(&id);
+            return replica;
+        };
+        if seen.len() > 10_000 {
+            seen.clear();
+        }
+        let first_seen = match seen.get(&id) {
+            Some((known, first_seen)) if *known == stamp => *first_seen,
+            _ => {
+                tracing::warn!(cluster, workload = %id.1, %stamp, "an open gate is stamped in the future; its timeout counts from now");
+                seen.insert(id, (stamp, now));
+                now
+            }
+        };
+        gate_clock::with_open_time(replica, first_seen)
+    }
+
     /// The route's clusters (those with a MultiKueueCluster) and our replicas on the connected ones.
     pub fn observe(
         &self,
@@ -157,7 +188,9 @@ impl Context {
                         .get(&key)
                         .filter(|r| is_ours(r, &self.config.origin))
                     {
-                        replicas.insert(name.clone(), self.newest(&name, &replica));
+                        let replica = self.newest(&name, &replica);
+                        let replica = self.trusted_gate_time(&name, replica, Utc::now());
+                        replicas.insert(name.clone(), replica);
                     }
                     views.push(ClusterView {
                         name,

@@ -20,6 +20,9 @@ use super::ungate;
 
 /// Reconciles one manager Workload.
 pub async fn reconcile(wl: Arc<Workload>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    // Routing reads the queue and config caches: before their first full list a workload
+    // would be reported unroutable ("MultiKueueConfig not found") when it is not.
+    ctx.stores.synced().await;
     let started = Instant::now();
     wake_owning_job(&wl, &ctx);
     let result = reconcile_inner(&wl, &ctx).await;

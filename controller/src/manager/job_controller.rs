@@ -35,6 +35,8 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Recon
     if !job_adapter::is_multikueue_job(&job) {
         return Ok(Action::await_change());
     }
+    // Before the Workload cache's first full list, a missing Workload may only be unseen.
+    ctx.stores.synced().await;
     let namespace = job.namespace().unwrap_or_default();
     let workload_name = workload_name(&job);
     let workload = ctx

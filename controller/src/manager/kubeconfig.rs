@@ -23,7 +23,10 @@ impl KubeconfigProblem {
 }
 
 /// Parses a kubeconfig and refuses what must not run on the manager: exec and auth-provider
-/// plugins start programs on the manager's host, so they need `allowInsecureKubeconfigs`.
+/// plugins start programs on the manager's host, and file references (`tokenFile`,
+/// `client-certificate`, `client-key`, `certificate-authority`) read the manager's own files
+/// (its ServiceAccount token would go to whatever server the kubeconfig names), so all of
+/// them need `allowInsecureKubeconfigs`.
 pub fn vet(text: &str, allow_insecure: bool) -> Result<Kubeconfig, KubeconfigProblem> {
     let config = Kubeconfig::from_yaml(text)
         .map_err(|e| KubeconfigProblem::Bad(format!("cannot parse kubeconfig: {e}")))?;
@@ -58,6 +61,31 @@ pub fn vet(text: &str, allow_insecure: bool) -> Result<Kubeconfig, KubeconfigPro
         )));
     }
     if !allow_insecure {
+        for (name, cluster) in config
+            .clusters
+            .iter()
+            .filter_map(|c| Some((&c.name, c.cluster.as_ref()?)))
+        {
+            if cluster.certificate_authority.is_some() {
+                return Err(file_reference(&format!(
+                    "cluster {name:?}: certificate-authority"
+                )));
+            }
+        }
+        for (name, user) in config
+            .auth_infos
+            .iter()
+            .filter_map(|a| Some((&a.name, a.auth_info.as_ref()?)))
+        {
+            let files = [
+                ("tokenFile", user.token_file.is_some()),
+                ("client-certificate", user.client_certificate.is_some()),
+                ("client-key", user.client_key.is_some()),
+            ];
+            if let Some((field, _)) = files.iter().find(|(_, set)| *set) {
+                return Err(file_reference(&format!("user {name:?}: {field}")));
+            }
+        }
         for user in config
             .auth_infos
             .iter()
@@ -77,6 +105,14 @@ pub fn vet(text: &str, allow_insecure: bool) -> Result<Kubeconfig, KubeconfigPro
         }
     }
     Ok(config)
+}
+
+fn file_reference(what: &str) -> KubeconfigProblem {
+    KubeconfigProblem::Insecure(format!(
+        "kubeconfig {what} names a file on the manager's host; embed the data \
+         (`token`, `client-certificate-data`, `client-key-data`, `certificate-authority-data`) \
+         or set allowInsecureKubeconfigs"
+    ))
 }
 
 #[cfg(test)]
@@ -130,5 +166,39 @@ contexts:
             vet(&provider, false).map(|_| ()).map_err(|e| e.reason()),
             Err("InsecureKubeConfig")
         );
+    }
+
+    #[test]
+    fn file_references_are_insecure_unless_allowed() {
+        let cases = [
+            (
+                GOOD.replace("user: {token: abc}", "user: {tokenFile: /var/run/token}"),
+                "user \"u\": tokenFile",
+            ),
+            (
+                GOOD.replace(
+                    "user: {token: abc}",
+                    "user: {client-certificate: /c.pem, client-key: /k.pem}",
+                ),
+                "user \"u\": client-certificate",
+            ),
+            (
+                GOOD.replace("user: {token: abc}", "user: {client-key: /k.pem}"),
+                "user \"u\": client-key",
+            ),
+            (
+                GOOD.replace(
+                    "cluster: {server: \"http://127.0.0.1:6443\"}",
+                    "cluster: {server: \"https://127.0.0.1:6443\", certificate-authority: /ca.pem}",
+                ),
+                "cluster \"w1\": certificate-authority",
+            ),
+        ];
+        for (text, field) in cases {
+            let err = vet(&text, false).expect_err(field);
+            assert_eq!(err.reason(), "InsecureKubeConfig", "{field}");
+            assert!(err.to_string().contains(field), "{err}");
+            assert!(vet(&text, true).is_ok(), "{field} allowed when insecure is");
+        }
     }
 }

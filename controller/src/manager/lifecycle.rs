@@ -12,9 +12,10 @@ use baton_crds::constants::condition;
 use baton_crds::time::{to_chrono, to_kube};
 use baton_crds::workload::{AdmissionCheckState, CheckState, Workload, WorkloadStatus};
 use chrono::{DateTime, Utc};
+use kube::ResourceExt;
 
 use super::dispatch::dispatch;
-use super::replica::in_sync;
+use super::replica::{REDISPATCH_ANNOTATION, in_sync, redispatch_stamp};
 use super::routing::Route;
 use super::ungate::{self, UngateDecision};
 use crate::config::DispatcherConfig;
@@ -225,20 +226,17 @@ fn without_stale(
     status: &WorkloadStatus,
     plan: &mut Plan,
 ) -> BTreeMap<String, Workload> {
-    let redispatched_at = find_condition(&status.conditions, condition::REQUEUED)
-        .filter(|c| c.status == "True" && c.reason == "Redispatched")
-        .map(|c| to_chrono(&c.last_transition_time));
+    let latest = redispatch_stamp(status);
     let mut fresh = BTreeMap::new();
     for (cluster, replica) in obs.replicas {
-        let created = replica.metadata.creation_timestamp.as_ref().map(to_chrono);
-        match (redispatched_at, created) {
-            (Some(cutoff), Some(created)) if created < cutoff => plan.delete.push(Deletion {
+        let made_after = replica.annotations().get(REDISPATCH_ANNOTATION);
+        if latest.is_some() && made_after != latest.as_ref() {
+            plan.delete.push(Deletion {
                 cluster: cluster.clone(),
                 reason: "the replica predates the workload's re-dispatch".into(),
-            }),
-            _ => {
-                fresh.insert(cluster.clone(), replica.clone());
-            }
+            });
+        } else {
+            fresh.insert(cluster.clone(), replica.clone());
         }
     }
     fresh
@@ -506,11 +504,20 @@ fn dispatch_and_ungate(
     set_check(status, &route.check, CheckState::Pending, message, obs.now);
 
     if config.orchestrated {
+        // A replica this plan deletes (its spec is out of date) is no candidate, but a gate
+        // opened on it still counts towards the timeout.
         let mut views: Vec<ungate::ReplicaView> = obs
             .replicas
             .iter()
             .filter(|(c, _)| dispatched.clusters.contains(*c))
-            .map(|(c, r)| ungate::view_of(c, r))
+            .map(|(c, r)| {
+                let mut view = ungate::view_of(c, r);
+                if plan.delete.iter().any(|d| &d.cluster == c) {
+                    view.signal = None;
+                    view.cost = None;
+                }
+                view
+            })
             .collect();
         // Replicas created by this plan have not signalled yet (LeastDisruption waits for them).
         views.extend(plan.create.iter().map(|c| being_created_view(c)));

@@ -6,6 +6,7 @@ pub mod controller;
 pub mod dispatch;
 pub mod events;
 pub mod execute;
+pub mod gate_clock;
 pub mod job_adapter;
 pub mod job_controller;
 pub mod kubeconfig;

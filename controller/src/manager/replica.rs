@@ -2,12 +2,30 @@
 
 use std::collections::BTreeMap;
 
-use baton_crds::constants::{MULTIKUEUE_GATE, MULTIKUEUE_ORIGIN_LABEL};
-use baton_crds::workload::{PreemptionGate, Workload, WorkloadSpec};
+use baton_crds::conditions::find_condition;
+use baton_crds::constants::{MULTIKUEUE_GATE, MULTIKUEUE_ORIGIN_LABEL, condition};
+use baton_crds::time::to_chrono;
+use baton_crds::workload::{PreemptionGate, Workload, WorkloadSpec, WorkloadStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 
 /// Annotations that describe the manager's object rather than the workload.
+/// On a replica: the manager's last re-dispatch of its workload (the `Requeued` condition's
+/// time, from the manager's clock) when the replica was made. A replica with another value
+/// predates the latest re-dispatch. Comparing it with the replica's creationTimestamp instead
+/// would mix two clocks: a worker clock behind the manager's made fresh replicas look stale,
+/// deleted and re-created until the clocks met.
+pub const REDISPATCH_ANNOTATION: &str = "baton.dev/redispatched-at";
+
+/// The manager's latest re-dispatch of a workload, as [`REDISPATCH_ANNOTATION`] records it.
+pub fn redispatch_stamp(status: &WorkloadStatus) -> Option<String> {
+    find_condition(&status.conditions, condition::REQUEUED)
+        .filter(|c| c.status == "True" && c.reason == "Redispatched")
+        .map(|c| {
+            to_chrono(&c.last_transition_time).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        })
+}
+
 const NOT_COPIED_ANNOTATIONS: &[&str] = &["kubectl.kubernetes.io/last-applied-configuration"];
 
 /// The replica to create on a worker: same name, namespace, labels, annotations and spec; the
@@ -15,7 +33,10 @@ const NOT_COPIED_ANNOTATIONS: &[&str] = &["kubectl.kubernetes.io/last-applied-co
 pub fn build_replica(manager: &Workload, origin: &str, orchestrated: bool) -> Workload {
     let mut labels: BTreeMap<String, String> = manager.labels().clone();
     labels.insert(MULTIKUEUE_ORIGIN_LABEL.to_string(), origin.to_string());
-    let annotations = copied_annotations(manager.annotations());
+    let mut annotations = copied_annotations(manager.annotations());
+    if let Some(stamp) = manager.status.as_ref().and_then(redispatch_stamp) {
+        annotations.insert(REDISPATCH_ANNOTATION.to_string(), stamp);
+    }
     let mut spec = manager.spec.clone();
     spec.preemption_gates = if orchestrated {
         vec![PreemptionGate {
@@ -42,7 +63,9 @@ pub fn build_replica(manager: &Workload, origin: &str, orchestrated: bool) -> Wo
 pub fn copied_annotations(annotations: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     annotations
         .iter()
-        .filter(|(k, _)| !NOT_COPIED_ANNOTATIONS.contains(&k.as_str()))
+        .filter(|(k, _)| {
+            !NOT_COPIED_ANNOTATIONS.contains(&k.as_str()) && k.as_str() != REDISPATCH_ANNOTATION
+        })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }

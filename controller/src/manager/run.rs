@@ -139,6 +139,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
         recorder,
         gated: Mutex::new(HashSet::new()),
         opened: Mutex::new(HashMap::new()),
+        future_gates: Mutex::new(HashMap::new()),
         queues_changed: queues_changed.clone(),
         job_wakeups: jobs_tx,
     });

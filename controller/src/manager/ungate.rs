@@ -180,12 +180,18 @@ pub fn decide_with_policy(
         return UngateDecision::Nothing;
     }
     if let Some(opened) = last_opened {
-        let elapsed = now.signed_duration_since(opened) - stored_time_margin();
+        // Checked: a gate stamped at the end of time and a timeout beyond chrono's range
+        // must not overflow (found by `decide_is_total_on_extreme_inputs`).
+        let elapsed = now
+            .signed_duration_since(opened)
+            .checked_sub(&stored_time_margin())
+            .unwrap_or(chrono::TimeDelta::MIN);
         let timeout_chrono = chrono::Duration::from_std(timeout).unwrap_or(chrono::TimeDelta::MAX);
         if elapsed < timeout_chrono {
             // A clock that went backwards must not make us wait longer than one timeout.
-            let remaining = (timeout_chrono - elapsed)
-                .to_std()
+            let remaining = timeout_chrono
+                .checked_sub(&elapsed)
+                .and_then(|d| d.to_std().ok())
                 .unwrap_or(timeout)
                 .min(timeout);
             return UngateDecision::Wait {

@@ -176,8 +176,17 @@ pub fn build(objects: &Objects<'_>, in_flight: &HashMap<String, Vec<String>>) ->
                 for (r, quota) in flavor.resources.iter().enumerate() {
                     let path = format!("spec.resourceGroups[{g}].flavors[{f}].resources[{r}]");
                     let parsed = (|| -> Result<Limits, String> {
+                        // Kueue's webhook refuses negative quotas; Baton has none, so the
+                        // queue says where the bad one is instead of counting it.
                         let parse = |field: &str, q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity| {
-                            parse_milli(q).map_err(|e| format!("{path}.{field}: {e}"))
+                            match parse_milli(q) {
+                                Ok(milli) if milli < 0 => Err(format!(
+                                    "{path}.{field}: {:?} must be greater than or equal to 0",
+                                    q.0
+                                )),
+                                Ok(milli) => Ok(milli),
+                                Err(e) => Err(format!("{path}.{field}: {e}")),
+                            }
                         };
                         Ok(Limits {
                             nominal: parse("nominalQuota", &quota.nominal_quota)?,

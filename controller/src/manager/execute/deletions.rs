@@ -42,11 +42,16 @@ pub async fn run(
             (deletion, api.delete(&name, &params).await)
         })
     });
+    let mut removed: Vec<&Deletion> = Vec::new();
     for (deletion, result) in futures::future::join_all(requests).await {
         match result {
-            Ok(_) => deleted(ctx, wl, replicas, deletion).await,
+            Ok(_) => {
+                deleted(ctx, wl, replicas, deletion);
+                removed.push(deletion);
+            }
             Err(e) if is_not_found(&e) || is_conflict(&e) => {}
             Err(source) => {
+                report_removed(ctx, wl, &removed).await;
                 return Err(ReconcileError::Api {
                     action: "delete replica",
                     cluster: deletion.cluster.clone(),
@@ -55,11 +60,44 @@ pub async fn run(
             }
         }
     }
+    report_removed(ctx, wl, &removed).await;
     Ok(())
 }
 
-/// Counts, logs and reports a replica deletion.
-async fn deleted(
+/// One event for the replicas a pass removed (each event is an API write on the manager).
+async fn report_removed(ctx: &Context, wl: &Workload, removed: &[&Deletion]) {
+    if removed.is_empty() {
+        return;
+    }
+    let message = removal_message(removed);
+    publish(ctx, wl, EventType::Normal, "ReplicaRemoved", None, message).await;
+}
+
+/// "removed the replicas on w2, w3: why" (clusters grouped by reason, in order).
+fn removal_message(removed: &[&Deletion]) -> String {
+    let mut by_reason: Vec<(&str, Vec<&str>)> = Vec::new();
+    for d in removed {
+        match by_reason.iter_mut().find(|(why, _)| *why == d.reason) {
+            Some((_, clusters)) => clusters.push(&d.cluster),
+            None => by_reason.push((&d.reason, vec![&d.cluster])),
+        }
+    }
+    let parts: Vec<String> = by_reason
+        .iter()
+        .map(|(why, clusters)| {
+            let noun = if clusters.len() == 1 {
+                "replica"
+            } else {
+                "replicas"
+            };
+            format!("the {noun} on {}: {why}", clusters.join(", "))
+        })
+        .collect();
+    format!("removed {}", parts.join("; "))
+}
+
+/// Counts and logs a replica deletion.
+fn deleted(
     ctx: &Context,
     wl: &Workload,
     replicas: &BTreeMap<String, Workload>,
@@ -82,19 +120,6 @@ async fn deleted(
             .inc();
     }
     tracing::info!(workload = %wl.name_any(), cluster = %deletion.cluster, reason = %deletion.reason, "replica deleted");
-    let message = format!(
-        "removed the replica on {}: {}",
-        deletion.cluster, deletion.reason
-    );
-    publish(
-        ctx,
-        wl,
-        EventType::Normal,
-        "ReplicaRemoved",
-        Some(&deletion.cluster),
-        message,
-    )
-    .await;
 }
 
 /// Deletes our copies of the manager Job bound to replica `workload` on one worker; their
@@ -150,4 +175,34 @@ fn may_have_preempted(replica: &Workload) -> bool {
             )
     });
     gate_open || reserved
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deletion(cluster: &str, reason: &str) -> Deletion {
+        Deletion {
+            cluster: cluster.into(),
+            reason: reason.into(),
+        }
+    }
+
+    #[test]
+    fn removals_are_reported_together_grouped_by_reason() {
+        let (a, b, c) = (
+            deletion("w2", "admitted on w1"),
+            deletion("w3", "admitted on w1"),
+            deletion("w4", "the cluster is no longer dispatched to"),
+        );
+        assert_eq!(
+            removal_message(&[&a, &b, &c]),
+            "removed the replicas on w2, w3: admitted on w1; \
+             the replica on w4: the cluster is no longer dispatched to"
+        );
+        assert_eq!(
+            removal_message(&[&a]),
+            "removed the replica on w2: admitted on w1"
+        );
+    }
 }

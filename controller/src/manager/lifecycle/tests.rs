@@ -6,6 +6,8 @@ use baton_crds::gates::set_gate_state;
 use baton_crds::workload::{Admission, GateState, WorkloadSpec};
 use chrono::TimeZone;
 
+mod props;
+
 fn t(s: i64) -> DateTime<Utc> {
     Utc.timestamp_opt(1_800_000_000 + s, 0)
         .single()
@@ -376,10 +378,13 @@ fn a_lost_worker_keeps_its_workload_until_the_timeout() {
             .message
             .contains("unreachable for more than 900s")
     );
-    // When w2 comes back, its old replica is stale: deleted, never a winner.
+    // When w2 comes back, its old replica is stale: deleted, never a winner. The one made
+    // after the re-dispatch is kept, whatever the worker's clock says of its creation.
+    let mut after = build_replica(&wl, "multikueue", true);
+    after.metadata.creation_timestamp = Some(to_kube(t(900)));
     let replicas = BTreeMap::from([
         ("w2".to_string(), admitted(replica(0), 20)),
-        ("w1".to_string(), replica(1001)),
+        ("w1".to_string(), after),
     ]);
     let plan = run(&wl, &active(&["w1", "w2", "w3"]), &replicas, 1002);
     assert_eq!(deleted(&plan), vec!["w2"]);

@@ -6,6 +6,7 @@ use chrono::TimeZone;
 use proptest::prelude::*;
 
 mod least_disruption;
+mod props;
 
 const TIMEOUT: Duration = Duration::from_secs(300);
 

@@ -187,6 +187,30 @@ fn a_bad_quota_makes_the_queue_inactive_and_says_where() {
 }
 
 #[test]
+fn a_negative_quota_makes_the_queue_inactive_and_says_where() {
+    for (field, quota) in [
+        ("nominalQuota", json!("-2")),
+        ("borrowingLimit", json!(4)),
+        ("lendingLimit", json!(4)),
+    ] {
+        let mut spec = quota_spec(quota);
+        if field != "nominalQuota" {
+            spec["cohortName"] = json!("team");
+            spec["resourceGroups"][0]["flavors"][0]["resources"][0][field] = json!("-1");
+        }
+        let built = Cluster::new(spec).build();
+        let why = built.snapshot.queues[0].inactive.clone().expect("inactive");
+        assert_eq!(why.reason, "InvalidQuota");
+        assert!(
+            why.message.contains(&format!(
+                "spec.resourceGroups[0].flavors[0].resources[0].{field}"
+            )) && why.message.contains("must be greater than or equal to 0"),
+            "{why:?}"
+        );
+    }
+}
+
+#[test]
 fn a_missing_flavor_makes_the_queue_inactive() {
     let mut c = Cluster::new(quota_spec(json!(4)));
     c.rfs.clear();

@@ -20,7 +20,7 @@
 use baton_crds::Workload;
 use baton_crds::conditions::{find_condition, is_condition_true};
 use baton_crds::constants::condition;
-use baton_crds::constants::job::POD_SET_NAME;
+use baton_crds::constants::job::{POD_SET_NAME, PREBUILT_WORKLOAD_LABEL};
 use baton_crds::workload::WorkloadStatus;
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::batch::v1::Job;
@@ -102,6 +102,7 @@ pub mod reasons {
     pub const INVALID_JOB: &str = "InvalidJob";
     pub const WORKLOAD_TAKEN: &str = "WorkloadOwnedByAnother";
     pub const FLAVOR_MISSING: &str = "FlavorMissing";
+    pub const WAITING_FOR_PREBUILT: &str = "WaitingForPrebuiltWorkload";
 }
 
 /// The plan for the Job in `view` at `now`.
@@ -137,7 +138,19 @@ pub fn plan(view: &JobView<'_>, now: DateTime<Utc>) -> Plan {
         // Pods run without admission: stop them before anything else.
         _ if is_running(job) => return stop_unadmitted(job),
         Binding::Unbound => return create(job),
-        Binding::PrebuiltMissing(_) => return Plan::default(),
+        // Waited for (MultiKueue may create the Job first), but said once, naming the label.
+        Binding::PrebuiltMissing(name) => {
+            return Plan {
+                write: None,
+                event: Some(Plan::event(
+                    EventType::Normal,
+                    reasons::WAITING_FOR_PREBUILT,
+                    format!(
+                        "Waiting for prebuilt Workload {name} (named by {PREBUILT_WORKLOAD_LABEL})"
+                    ),
+                )),
+            };
+        }
         Binding::PrebuiltUnowned(wl) => return adopt(job, wl),
         Binding::PrebuiltTaken(wl) => {
             return Plan::problem(

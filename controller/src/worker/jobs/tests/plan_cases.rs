@@ -103,10 +103,18 @@ fn a_running_job_without_workload_is_suspended_first_with_a_warning() {
 }
 
 #[test]
-fn a_missing_prebuilt_workload_is_waited_for() {
+fn a_missing_prebuilt_workload_is_waited_for_and_named() {
+    let p = run(&job(json!({})), Binding::PrebuiltMissing("wl"));
+    assert_eq!(p.write, None, "nothing is created while waiting");
+    let event = p.event.expect("an event");
     assert_eq!(
-        run(&job(json!({})), Binding::PrebuiltMissing("wl")),
-        Plan::default()
+        (event.type_, event.reason),
+        (EventType::Normal, reasons::WAITING_FOR_PREBUILT)
+    );
+    assert!(
+        event.message.contains("wl") && event.message.contains("prebuilt-workload-name"),
+        "{}",
+        event.message
     );
 }
 

@@ -1,0 +1,88 @@
+//! Gate times the manager's clock cannot trust. The timeout is counted from an Open gate's
+//! `lastTransitionTime`; a time in the future (the manager's clock went back after it opened
+//! the gate, or the status was written by someone else) would hold the baton until that time,
+//! perhaps for years. Such a gate counts as opened when the manager first saw it so, so the
+//! baton passes at most one timeout later (one more after a manager restart).
+
+use baton_crds::constants::MULTIKUEUE_GATE;
+use baton_crds::time::to_kube;
+use baton_crds::workload::{GateState, Workload};
+use chrono::{DateTime, Utc};
+
+use super::ungate::STORED_TIME_PRECISION;
+
+/// The Open MultiKueue gate's time, when it lies in the future beyond the stored precision.
+pub fn future_open_time(replica: &Workload, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let margin = chrono::Duration::from_std(STORED_TIME_PRECISION).unwrap_or_default();
+    baton_crds::gates::gates(replica)
+        .into_iter()
+        .find(|g| g.name == MULTIKUEUE_GATE && g.state == GateState::Open)
+        .and_then(|g| g.last_transition_time)
+        .filter(|at| {
+            now.checked_add_signed(margin)
+                .is_some_and(|limit| *at > limit)
+        })
+}
+
+/// The replica as the manager observes it: its Open gate's time replaced by `at`.
+pub fn with_open_time(mut replica: Workload, at: DateTime<Utc>) -> Workload {
+    if let Some(entry) = replica.status.as_mut().and_then(|s| {
+        s.preemption_gates
+            .iter_mut()
+            .find(|e| e.name == MULTIKUEUE_GATE)
+    }) {
+        entry.last_transition_time = to_kube(at);
+    }
+    replica
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_crds::gates::{gates, set_gate_state};
+    use baton_crds::workload::{PreemptionGate, WorkloadSpec};
+
+    fn at(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_700_000_000 + secs, 0).expect("time")
+    }
+
+    fn replica(state: GateState, since: i64) -> Workload {
+        let mut r = Workload::new(
+            "w",
+            WorkloadSpec {
+                preemption_gates: vec![PreemptionGate {
+                    name: MULTIKUEUE_GATE.into(),
+                }],
+                ..Default::default()
+            },
+        );
+        set_gate_state(
+            r.status.get_or_insert_with(Default::default),
+            MULTIKUEUE_GATE,
+            state,
+            at(since),
+        );
+        r
+    }
+
+    #[test]
+    fn only_an_open_gate_beyond_the_stored_second_is_in_the_future() {
+        assert_eq!(
+            future_open_time(&replica(GateState::Open, 100), at(0)),
+            Some(at(100))
+        );
+        assert_eq!(future_open_time(&replica(GateState::Open, 1), at(0)), None);
+        assert_eq!(future_open_time(&replica(GateState::Open, -5), at(0)), None);
+        assert_eq!(
+            future_open_time(&replica(GateState::Closed, 100), at(0)),
+            None
+        );
+    }
+
+    #[test]
+    fn the_observed_time_replaces_the_stored_one() {
+        let r = with_open_time(replica(GateState::Open, 100), at(3));
+        assert_eq!(gates(&r)[0].last_transition_time, Some(at(3)));
+        assert_eq!(gates(&r)[0].state, GateState::Open);
+    }
+}
