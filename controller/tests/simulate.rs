@@ -1,12 +1,13 @@
 //! `baton simulate` against known outcomes: the KEP-8303 scenario as the sandbox measures it
-//! (e2e/tests/testbed_sandbox.rs), and the targets on the documented default mix.
+//! (e2e/tests/testbed_sandbox.rs), the waste causes, and the LeastDisruption target on a
+//! cut of the documented default mix.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use baton::simulate::cli::{modes, run_modes};
 use baton::simulate::generate::{Spec, generate};
-use baton::simulate::metrics::Outcome;
+use baton::simulate::metrics::{Outcome, WasteCause};
 use baton::simulate::model::{Delays, Mode, Policy, RunConfig};
 use baton::simulate::run::simulate;
 use baton::simulate::trace::{Trace, parse_yaml};
@@ -109,6 +110,15 @@ fn the_kep_scenario_preempts_on_every_cluster_without_orchestration_as_the_sandb
         off.wasted, 2,
         "the victims of the two other workers (placed on {placed})"
     );
+    // Every worker's victims stop in 3 s, so the other two replicas were admitted too and
+    // lost the race to the manager (deleted); with unequal stop times they are deleted
+    // while their victims still stop (`Parallel`).
+    assert_eq!(
+        off.waste.count(WasteCause::Parallel) + off.waste.count(WasteCause::LostRace),
+        2,
+        "preempted at once everywhere: {:?}",
+        off.waste
+    );
     assert_eq!(off.clusters_per_high_max, 3);
     assert_eq!(off.unfinished, 0, "the wasted victims run again");
 }
@@ -124,6 +134,12 @@ fn a_timeout_shorter_than_the_victims_stop_time_passes_the_baton_on_and_wastes_v
     let short = run(&trace, fcfs(5));
     assert!(short.wasted >= 1, "{short:?}");
     assert!(short.clusters_per_high_max >= 2, "{short:?}");
+    // Every wasted victim is the timeout's doing: on a worker whose gate was opened after
+    // the first one's timed out (the first then admitted it), or the other way round.
+    let by_timeout = short.waste.count(WasteCause::EarlierGateWon)
+        + short.waste.count(WasteCause::PassedOnVictimsGone)
+        + short.waste.count(WasteCause::PassedOnVictimsStopping);
+    assert_eq!(by_timeout, short.wasted, "{:?}", short.waste);
     let long = run(&trace, fcfs(120));
     assert_eq!(
         (long.wasted, long.clusters_per_high_max),
@@ -165,4 +181,42 @@ fn a_preemptor_is_not_overtaken_by_lower_priority_work_beside_its_victims() {
     let o = run(&trace, Mode::Uncoordinated);
     assert_eq!(o.unfinished, 0, "{} evictions", o.victims);
     assert_eq!(o.victims, 1);
+}
+
+/// The policy target on the default mix, cut to 2,000 workloads so that a debug
+/// build runs it in seconds (`baton simulate --generate default` runs all 10,000; the
+/// figures are in charts/baton/README.md).
+#[test]
+fn least_disruption_evicts_fewer_victims_than_fcfs_without_a_worse_high_priority_p99() {
+    let spec = Spec {
+        workloads: 2_000,
+        ..Spec::default()
+    };
+    let trace = generate(&spec, spec.seed).unwrap();
+    let five_minutes = Duration::from_secs(300);
+    let [fcfs, ld] = [Policy::FirstComeFirstServed, Policy::LeastDisruption].map(|policy| {
+        run(
+            &trace,
+            Mode::Orchestrated {
+                policy,
+                timeout: five_minutes,
+            },
+        )
+    });
+    assert!(
+        ld.victims < fcfs.victims,
+        "{} vs {}",
+        ld.victims,
+        fcfs.victims
+    );
+    assert!(
+        ld.high_wait.p99 <= fcfs.high_wait.p99 * 1.1,
+        "{} vs {}",
+        ld.high_wait.p99,
+        fcfs.high_wait.p99
+    );
+    for o in [&fcfs, &ld] {
+        assert_eq!(o.unfinished, 0, "{}", o.mode.label());
+        assert_eq!(o.waste.count(WasteCause::Other), 0, "{:?}", o.waste);
+    }
 }

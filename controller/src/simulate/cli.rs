@@ -2,6 +2,7 @@
 //! comparison, write it (Markdown, CSV, SVG) to `--out`.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -90,8 +91,9 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs every mode on the same trace with the same delays' seed; `verbose` prints each
-/// run's wall-clock time.
+/// Runs every mode on the same trace with the same delays' seed, on as many threads as
+/// the machine has cores (runs are independent; results come back in `modes` order);
+/// `verbose` prints each run's wall-clock time and the total.
 pub fn run_modes(
     trace: &Trace,
     modes: &[Mode],
@@ -99,23 +101,50 @@ pub fn run_modes(
     seed: u64,
     verbose: bool,
 ) -> Vec<Outcome> {
-    modes
-        .iter()
-        .map(|&mode| {
-            let started = Instant::now();
-            let outcome = simulate(trace, RunConfig { mode, delays, seed });
-            if verbose {
-                println!(
-                    "{:<24} simulated in {:>6.2} s ({} events, {:.0} h of virtual time)",
-                    mode.label(),
-                    started.elapsed().as_secs_f64(),
-                    outcome.events,
-                    outcome.makespan as f64 / 3.6e6
-                );
-            }
-            outcome
-        })
-        .collect()
+    let started = Instant::now();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, modes.len().max(1));
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<(usize, Outcome, Duration)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&mode) = modes.get(i) else { break };
+                        let run_started = Instant::now();
+                        let outcome = simulate(trace, RunConfig { mode, delays, seed });
+                        done.push((i, outcome, run_started.elapsed()));
+                    }
+                    done
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    results.sort_by_key(|(i, _, _)| *i);
+    if verbose {
+        for (_, outcome, took) in &results {
+            println!(
+                "{:<24} simulated in {:>6.2} s ({} events, {:.0} h of virtual time)",
+                outcome.mode.label(),
+                took.as_secs_f64(),
+                outcome.events,
+                outcome.makespan as f64 / 3.6e6
+            );
+        }
+        println!(
+            "{} runs in {:.2} s of wall-clock time on {threads} threads",
+            results.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    results.into_iter().map(|(_, o, _)| o).collect()
 }
 
 fn write_out(
@@ -134,6 +163,7 @@ fn write_out(
     };
     write("comparison.md", table)?;
     write("comparison.csv", &report::csv(outcomes))?;
+    write("workloads.csv", &report::workloads_csv(outcomes))?;
     let svg = plot::comparison_svg(outcomes).map_err(anyhow::Error::msg)?;
     write("comparison.svg", &svg)?;
     if generated {

@@ -4,13 +4,19 @@
 
 use super::events::{EventQueue, Millis};
 use super::manager::{Managed, Observed, millis};
-use super::metrics::{Eviction, Outcome, WorkloadStats};
+use super::metrics::{Eviction, Outcome, Reservation, WorkloadStats};
 use super::model::{DelayRange, Mode, RunConfig};
 use super::rng::Rng;
 use super::trace::Trace;
 use super::world::{Entry, State, Worker, instant, key};
 use crate::manager::ungate::UngateDecision;
-use crate::worker::core::cycle::{Decision, Outcome as CycleOutcome, schedule};
+use crate::worker::core::cycle::{Draft, DraftOutcome, schedule_drafts};
+use crate::worker::core::model::Snapshot;
+use baton_crds::workload::PreemptionCost;
+
+/// The worker's loop waits this long after a change for more changes to batch into one
+/// cycle (`worker::run`'s `BATCH_WINDOW`).
+const BATCH_WINDOW: Millis = 5;
 
 #[derive(Clone, Debug)]
 enum Event {
@@ -57,6 +63,44 @@ enum Event {
     },
 }
 
+/// What applying one decision reads of it: the rest (messages, the assignment) is never
+/// written out in a simulation.
+struct Applied {
+    key: String,
+    set_aside: bool,
+    change: Change,
+}
+
+enum Change {
+    Admit,
+    /// The victims' keys.
+    Preempt(Vec<String>),
+    Gated(PreemptionCost),
+    /// Waiting or pending.
+    Other,
+}
+
+impl Applied {
+    fn of(draft: &Draft<'_>, snapshot: &Snapshot) -> Self {
+        let change = match &draft.outcome {
+            DraftOutcome::Admit => Change::Admit,
+            DraftOutcome::Preempt { victims, .. } => Change::Preempt(
+                victims
+                    .iter()
+                    .map(|&(i, _)| snapshot.admitted[i].workload.key.clone())
+                    .collect(),
+            ),
+            DraftOutcome::Gated { cost, .. } => Change::Gated(*cost),
+            DraftOutcome::Waiting | DraftOutcome::Pending(_) => Change::Other,
+        };
+        Applied {
+            key: draft.key().to_string(),
+            set_aside: draft.set_aside,
+            change,
+        }
+    }
+}
+
 struct Sim<'a> {
     trace: &'a Trace,
     config: RunConfig,
@@ -97,6 +141,7 @@ pub fn simulate(trace: &Trace, config: RunConfig) -> Outcome {
             .map(|w| WorkloadStats {
                 arrival: w.arrival,
                 priority: w.priority,
+                local: w.cluster.is_some(),
                 ..WorkloadStats::default()
             })
             .collect(),
@@ -157,12 +202,12 @@ impl Sim<'_> {
         at
     }
 
-    /// Schedules a cycle on `worker` now, unless one is already due.
+    /// Schedules a cycle on `worker` after the batch window, unless one is already due.
     fn touch(&mut self, worker: usize) {
         if !self.workers[worker].cycle_queued {
             self.workers[worker].cycle_queued = true;
             let now = self.now();
-            self.queue.at(now, Event::Cycle(worker));
+            self.queue.at(now + BATCH_WINDOW, Event::Cycle(worker));
         }
     }
 
@@ -186,7 +231,7 @@ impl Sim<'_> {
             Event::OpenGate { wl, round, worker } => {
                 let k = key(&self.trace.workloads[wl].name, Some(round));
                 if let Some(e) = self.workers[worker].entries.get_mut(&k) {
-                    e.gate_closed = false;
+                    e.pending.gate_closed = false;
                     e.set_aside = false;
                     self.touch(worker);
                 }
@@ -205,7 +250,7 @@ impl Sim<'_> {
                 let entry = Entry::new(wl, w, None, self.now(), false);
                 self.workers[c]
                     .entries
-                    .insert(entry.model.key.clone(), entry);
+                    .insert(entry.key().to_string(), entry);
                 self.touch(c);
             }
             None => self.dispatch(wl),
@@ -241,7 +286,7 @@ impl Sim<'_> {
         );
         self.workers[worker]
             .entries
-            .insert(entry.model.key.clone(), entry);
+            .insert(entry.key().to_string(), entry);
         self.touch(worker);
     }
 
@@ -249,22 +294,29 @@ impl Sim<'_> {
     fn cycle(&mut self, worker: usize) {
         let w = &mut self.workers[worker];
         w.cycle_queued = false;
-        if w.used_milli() < w.used_after_last_cycle {
-            w.entries.values_mut().for_each(|e| e.set_aside = false);
-        }
+        let now = instant(self.queue.now());
         let (mut snapshot, pending) = w.snapshot();
-        if !pending.is_empty() {
-            let decisions = schedule(&mut snapshot, &pending, instant(self.now()));
-            for decision in decisions {
-                self.apply(worker, decision);
-            }
+        // Drafts, not decisions: applying reads only what changes the run, so no message or
+        // assignment is written out (the decisions are the same).
+        let decisions: Vec<Applied> = if pending.is_empty() {
+            Vec::new()
+        } else {
+            schedule_drafts(&mut snapshot, &pending, now)
+                .iter()
+                .map(|d| Applied::of(d, &snapshot))
+                .collect()
+        };
+        self.workers[worker].restore(snapshot);
+        for decision in decisions {
+            self.apply(worker, decision);
         }
         let w = &mut self.workers[worker];
         w.used_after_last_cycle = w.used_milli();
     }
 
-    fn apply(&mut self, worker: usize, decision: Decision) {
+    fn apply(&mut self, worker: usize, decision: Applied) {
         let now = self.now();
+        let last_victim_gone = self.workers[worker].last_victim_gone;
         let Some(entry) = self.workers[worker].entries.get_mut(&decision.key) else {
             return;
         };
@@ -274,11 +326,21 @@ impl Sim<'_> {
         entry.set_aside = decision.set_aside;
         let mut evict = Vec::new();
         let mut finish_epoch = None;
-        match decision.outcome {
-            CycleOutcome::Admit => {
+        match decision.change {
+            Change::Admit => {
                 entry.signal_since = None;
                 entry.cost = None;
                 let local = round.is_none();
+                if let Some(r) = round {
+                    let after_others_victim =
+                        last_victim_gone.is_some_and(|(at, p)| p != wl && now <= at + BATCH_WINDOW);
+                    self.stats[wl].reserved.push(Reservation {
+                        round: r,
+                        worker,
+                        at: now,
+                        after_others_victim,
+                    });
+                }
                 entry.state = State::Admitted {
                     at: now,
                     evicting: false,
@@ -288,21 +350,31 @@ impl Sim<'_> {
                     finish_epoch = Some(entry.epoch);
                 }
             }
-            CycleOutcome::Preempt { victims, .. } => {
+            Change::Preempt(victims) => {
                 entry.signal_since = None;
                 entry.cost = None;
-                evict = victims.into_iter().map(|v| v.key).collect();
+                evict = victims;
                 entry.in_flight = evict.clone();
             }
-            CycleOutcome::Gated { cost, .. } => {
+            Change::Gated(cost) => {
                 entry.signal_since.get_or_insert(now);
                 entry.cost = Some(cost);
             }
-            CycleOutcome::Waiting { .. } | CycleOutcome::Pending { .. } => {
+            Change::Other => {
                 entry.signal_since = None;
                 entry.cost = None;
             }
         }
+        // What the manager's watch would report (evicting victims leaves this entry as is).
+        let seen = Observed {
+            signal: entry.signal_since,
+            cost: entry.cost,
+            admitted: match entry.state {
+                State::Admitted { at, .. } => Some(at),
+                State::Pending => None,
+            },
+            evicted: false,
+        };
         if let Some(epoch) = finish_epoch {
             let run = self.trace.workloads[wl].run;
             let key = decision.key.clone();
@@ -311,24 +383,11 @@ impl Sim<'_> {
             self.stats[wl].admitted_at(now, worker);
         }
         for victim in &evict {
-            self.evict(worker, victim, wl);
+            self.evict(worker, victim, wl, round);
         }
         // Replicas' status changes reach the manager through its watch.
         let Some(round) = round else { return };
-        let Some(entry) = self.workers[worker].entries.get(&decision.key) else {
-            return;
-        };
-        let admitted = match entry.state {
-            State::Admitted { at, .. } => Some(at),
-            State::Pending => None,
-        };
-        if (entry.signal_since, entry.cost) != before || admitted == Some(now) {
-            let seen = Observed {
-                signal: entry.signal_since,
-                cost: entry.cost,
-                admitted,
-                evicted: false,
-            };
+        if (seen.signal, seen.cost) != before || seen.admitted == Some(now) {
             self.notify(wl, round, worker, seen);
         }
     }
@@ -346,7 +405,7 @@ impl Sim<'_> {
         );
     }
 
-    fn evict(&mut self, worker: usize, victim: &str, preemptor: usize) {
+    fn evict(&mut self, worker: usize, victim: &str, preemptor: usize, round: Option<u32>) {
         let now = self.now();
         let Some(e) = self.workers[worker].entries.get_mut(victim) else {
             return;
@@ -365,7 +424,8 @@ impl Sim<'_> {
             running_since,
         };
         e.epoch += 1;
-        let (wl, round, cpu) = (e.wl, e.round, e.cpu_milli);
+        e.eviction = Some(self.evictions.len());
+        let (wl, victim_round, cpu) = (e.wl, e.round, e.cpu_milli);
         // Pods that never started have nothing to stop.
         let stop = match running_since {
             Some(since) => {
@@ -378,7 +438,9 @@ impl Sim<'_> {
             worker,
             victim: wl,
             preemptor,
+            round,
             at: now,
+            gone: None,
         });
         self.stats[preemptor].preempted_on |= 1 << worker;
         self.queue.at(
@@ -388,7 +450,7 @@ impl Sim<'_> {
                 key: victim.to_string(),
             },
         );
-        if let Some(round) = round {
+        if let Some(round) = victim_round {
             let seen = Observed {
                 evicted: true,
                 admitted: Some(at),
@@ -402,9 +464,15 @@ impl Sim<'_> {
     /// again; a replica is deleted (the manager dispatches the workload again).
     fn victim_gone(&mut self, worker: usize, key: &str) {
         let w = &mut self.workers[worker];
-        if let Some(mut e) = w.entries.remove(key)
-            && e.round.is_none()
-        {
+        let Some(mut e) = w.entries.remove(key) else {
+            return self.touch(worker);
+        };
+        if let Some(i) = e.eviction.take() {
+            let now = self.queue.now();
+            self.evictions[i].gone = Some(now);
+            w.last_victim_gone = Some((now, self.evictions[i].preemptor));
+        }
+        if e.round.is_none() {
             e.state = State::Pending;
             e.in_flight.clear();
             e.signal_since = None;
@@ -494,6 +562,7 @@ impl Sim<'_> {
         if let (Some(at), None) = (seen.admitted, m.winner) {
             // The first admitted replica wins; the others are deleted.
             m.winner = Some(worker);
+            self.stats[wl].winners.push((round, worker));
             let others: Vec<usize> = (0..m.views.len())
                 .filter(|&j| j != worker && m.views[j].is_some())
                 .collect();
@@ -543,6 +612,7 @@ impl Sim<'_> {
                 };
                 let round = self.managed[wl].round;
                 self.managed[wl].opened(worker, now);
+                self.stats[wl].gates.push((round, worker, now));
                 let at = self.write_at(worker);
                 self.queue.at(at, Event::OpenGate { wl, round, worker });
                 self.tick(wl, now + millis(requeue_after).max(1));

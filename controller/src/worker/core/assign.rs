@@ -11,7 +11,7 @@ use baton_crds::quantity::format_milli;
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
 use super::model::{FlavorModel, PendingModel, PodSetModel, Snapshot};
-use super::preempt::preemption_possible;
+use super::preempt::{any_candidate_possible, preemption_possible};
 use super::quota::{FrId, Usage, add_usage};
 
 /// How a flavor (or a whole workload) can take its quota.
@@ -47,120 +47,286 @@ pub struct Assignment {
     pub reasons: Vec<String>,
 }
 
+/// A flavor of the workload's queue: (resource group, position in the group's flavors).
+type FlavorRef = (usize, usize);
+
+/// Why one flavor does not suit, kept as data: a cycle evaluates millions of workloads that
+/// stay pending (`baton simulate`), and the words are needed only when a shell reads them.
+#[derive(Clone, Debug)]
+enum FlavorProblem<'a> {
+    NotFound(FlavorRef),
+    Placement(FlavorRef, String),
+    Unavailable {
+        resource: &'a str,
+        flavor: FlavorRef,
+    },
+    Insufficient {
+        resource: &'a str,
+        flavor: FlavorRef,
+        more: i128,
+    },
+    OverCapacity {
+        resource: &'a str,
+        flavor: FlavorRef,
+        value: i128,
+        potential: i128,
+    },
+    NoVictims(FlavorRef),
+}
+
+/// One entry of `Assignment::reasons`, as data.
+#[derive(Clone, Debug)]
+enum Reason<'a> {
+    NotInQueue {
+        pod_set: usize,
+        resource: &'a str,
+    },
+    NoFlavor {
+        pod_set: usize,
+        problems: Vec<FlavorProblem<'a>>,
+    },
+    PreemptionNeeded,
+}
+
+/// An assignment before its names are written out: what a cycle decides with. It borrows the
+/// pending workload's resource names; `assignment` turns it into the `Assignment` readers see.
+#[derive(Clone, Debug)]
+pub struct Fitting<'a> {
+    pub mode: Mode,
+    pub borrowing: bool,
+    /// Total usage by pair.
+    pub usage: Usage,
+    /// Pairs where the workload does not fit without preempting.
+    pub short: Vec<FrId>,
+    reasons: Vec<Reason<'a>>,
+    /// The flavor chosen per (pod set, group), in assignment order.
+    chosen: Vec<(usize, FlavorRef)>,
+}
+
+/// The resources a pod set requests (amount > 0), in name order.
+fn requested(pod_set: &PodSetModel) -> impl Iterator<Item = (&String, i128)> {
+    pod_set
+        .total
+        .0
+        .iter()
+        .filter(|(_, amount)| **amount > 0)
+        .map(|(r, a)| (r, *a))
+}
+
+/// Assigns flavors to every pod set of `pending`.
+pub fn assign(snapshot: &Snapshot, pending: &PendingModel) -> Assignment {
+    fitting(snapshot, pending).assignment(snapshot, pending)
+}
+
+/// `assign` without writing out names and reasons (see `Fitting`).
+pub fn fitting<'a>(snapshot: &Snapshot, pending: &'a PendingModel) -> Fitting<'a> {
+    let queue = &snapshot.queues[pending.queue];
+    let mut fitting = Fitting {
+        mode: Mode::Fit,
+        borrowing: false,
+        usage: Usage::new(),
+        short: Vec::new(),
+        reasons: Vec::new(),
+        chosen: Vec::new(),
+    };
+    for (index, pod_set) in pending.workload.pod_sets.iter().enumerate() {
+        for (resource, _) in requested(pod_set) {
+            if !queue.groups.iter().any(|g| g.covered.contains(resource)) {
+                fitting.mode = Mode::NoFit;
+                fitting.reasons.push(Reason::NotInQueue {
+                    pod_set: index,
+                    resource,
+                });
+            }
+        }
+        for (g, group) in queue.groups.iter().enumerate() {
+            let wanted = || requested(pod_set).filter(|(r, _)| group.covered.contains(r));
+            if wanted().next().is_none() {
+                continue;
+            }
+            match choose_flavor(snapshot, pending, pod_set, g, wanted, &fitting.usage) {
+                Ok(chosen) => {
+                    fitting.mode = fitting.mode.min(chosen.mode);
+                    fitting.borrowing |= chosen.borrowing;
+                    fitting.short.extend(chosen.short);
+                    let flavor = &group.flavors[chosen.flavor.1];
+                    for (resource, amount) in wanted() {
+                        if let Some(fr) = snapshot.frs.get(flavor, resource) {
+                            add_usage(&mut fitting.usage, fr, amount);
+                        }
+                    }
+                    fitting.chosen.push((index, chosen.flavor));
+                }
+                Err(problems) => {
+                    fitting.mode = Mode::NoFit;
+                    fitting.reasons.push(Reason::NoFlavor {
+                        pod_set: index,
+                        problems,
+                    });
+                }
+            }
+        }
+    }
+    if fitting.mode == Mode::Preempt && fitting.reasons.is_empty() {
+        fitting.reasons.push(Reason::PreemptionNeeded);
+    }
+    fitting
+}
+
+impl Fitting<'_> {
+    /// The assignment with its names and reasons written out.
+    pub fn assignment(&self, snapshot: &Snapshot, pending: &PendingModel) -> Assignment {
+        let groups = &snapshot.queues[pending.queue].groups;
+        let pod_sets = pending
+            .workload
+            .pod_sets
+            .iter()
+            .enumerate()
+            .map(|(index, pod_set)| {
+                let mut ps = PodSetAssignment {
+                    name: pod_set.name.clone(),
+                    count: pod_set.count,
+                    flavors: BTreeMap::new(),
+                    usage: BTreeMap::new(),
+                };
+                for &(_, (g, f)) in self.chosen.iter().filter(|(p, _)| *p == index) {
+                    let group = &groups[g];
+                    for (resource, amount) in requested(pod_set) {
+                        if group.covered.contains(resource) {
+                            ps.flavors
+                                .insert(resource.clone(), group.flavors[f].clone());
+                            ps.usage.insert(resource.clone(), amount);
+                        }
+                    }
+                }
+                ps
+            })
+            .collect();
+        Assignment {
+            mode: self.mode,
+            borrowing: self.borrowing,
+            pod_sets,
+            usage: self.usage.clone(),
+            short: self.short.clone(),
+            reasons: self.reasons(snapshot, pending).collect(),
+        }
+    }
+
+    /// `Assignment::reasons` joined with "; ".
+    pub fn reasons_text(&self, snapshot: &Snapshot, pending: &PendingModel) -> String {
+        self.reasons(snapshot, pending)
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    fn reasons<'s>(
+        &'s self,
+        snapshot: &'s Snapshot,
+        pending: &'s PendingModel,
+    ) -> impl Iterator<Item = String> + 's {
+        let groups = &snapshot.queues[pending.queue].groups;
+        let flavor = move |(g, f): FlavorRef| groups[g].flavors[f].as_str();
+        let pod_set = |index: usize| pending.workload.pod_sets[index].name.as_str();
+        self.reasons.iter().map(move |reason| match reason {
+            Reason::NotInQueue {
+                pod_set: index,
+                resource,
+            } => format!(
+                "couldn't assign flavors to pod set {}: resource {resource} unavailable in ClusterQueue",
+                pod_set(*index)
+            ),
+            Reason::NoFlavor {
+                pod_set: index,
+                problems,
+            } => {
+                let problems: Vec<String> = problems
+                    .iter()
+                    .map(|problem| match problem {
+                        FlavorProblem::NotFound(f) => format!("flavor {} not found", flavor(*f)),
+                        FlavorProblem::Placement(f, why) => format!("flavor {} {why}", flavor(*f)),
+                        FlavorProblem::Unavailable { resource, flavor: f } => format!(
+                            "resource {resource} unavailable in flavor {}",
+                            flavor(*f)
+                        ),
+                        FlavorProblem::Insufficient {
+                            resource,
+                            flavor: f,
+                            more,
+                        } => format!(
+                            "insufficient unused quota for {resource} in flavor {}, {} more needed",
+                            flavor(*f),
+                            format_milli(*more).0
+                        ),
+                        FlavorProblem::OverCapacity {
+                            resource,
+                            flavor: f,
+                            value,
+                            potential,
+                        } => format!(
+                            "insufficient quota for {resource} in flavor {}, request > maximum capacity ({} > {})",
+                            flavor(*f),
+                            format_milli(*value).0,
+                            format_milli(*potential).0
+                        ),
+                        FlavorProblem::NoVictims(f) => format!(
+                            "no workloads in flavor {} may be preempted for this one",
+                            flavor(*f)
+                        ),
+                    })
+                    .collect();
+                format!(
+                    "couldn't assign flavors to pod set {}: {}",
+                    pod_set(*index),
+                    problems.join(", ")
+                )
+            }
+            Reason::PreemptionNeeded => "insufficient unused quota; preemption needed".to_string(),
+        })
+    }
+}
+
 struct FlavorResult {
-    flavor: String,
+    flavor: FlavorRef,
     mode: Mode,
     borrowing: bool,
     short: Vec<FrId>,
 }
 
-/// Assigns flavors to every pod set of `pending`.
-pub fn assign(snapshot: &Snapshot, pending: &PendingModel) -> Assignment {
-    let queue = &snapshot.queues[pending.queue];
-    let mut assignment = Assignment {
-        mode: Mode::Fit,
-        borrowing: false,
-        pod_sets: Vec::new(),
-        usage: Usage::new(),
-        short: Vec::new(),
-        reasons: Vec::new(),
-    };
-    for pod_set in &pending.workload.pod_sets {
-        let mut ps = PodSetAssignment {
-            name: pod_set.name.clone(),
-            count: pod_set.count,
-            flavors: BTreeMap::new(),
-            usage: BTreeMap::new(),
-        };
-        let requested: Vec<(&String, i128)> = pod_set
-            .total
-            .0
-            .iter()
-            .filter(|(_, amount)| **amount > 0)
-            .map(|(r, a)| (r, *a))
-            .collect();
-        for (resource, _) in &requested {
-            if !queue.groups.iter().any(|g| g.covered.contains(resource)) {
-                assignment.mode = Mode::NoFit;
-                assignment.reasons.push(format!(
-                    "couldn't assign flavors to pod set {}: resource {resource} unavailable in ClusterQueue",
-                    pod_set.name
-                ));
-            }
-        }
-        for group in &queue.groups {
-            let wanted: Vec<(&String, i128)> = requested
-                .iter()
-                .filter(|(r, _)| group.covered.contains(r))
-                .copied()
-                .collect();
-            if wanted.is_empty() {
-                continue;
-            }
-            match choose_flavor(
-                snapshot,
-                pending,
-                pod_set,
-                &group.flavors,
-                &wanted,
-                &assignment.usage,
-            ) {
-                Ok(chosen) => {
-                    assignment.mode = assignment.mode.min(chosen.mode);
-                    assignment.borrowing |= chosen.borrowing;
-                    assignment.short.extend(chosen.short);
-                    for (resource, amount) in &wanted {
-                        if let Some(fr) = snapshot.frs.get(&chosen.flavor, resource) {
-                            add_usage(&mut assignment.usage, fr, *amount);
-                        }
-                        ps.flavors
-                            .insert((*resource).clone(), chosen.flavor.clone());
-                        ps.usage.insert((*resource).clone(), *amount);
-                    }
-                }
-                Err(reasons) => {
-                    assignment.mode = Mode::NoFit;
-                    assignment.reasons.push(format!(
-                        "couldn't assign flavors to pod set {}: {}",
-                        pod_set.name,
-                        reasons.join(", ")
-                    ));
-                }
-            }
-        }
-        assignment.pod_sets.push(ps);
-    }
-    if assignment.mode == Mode::Preempt && assignment.reasons.is_empty() {
-        assignment
-            .reasons
-            .push("insufficient unused quota; preemption needed".to_string());
-    }
-    assignment
-}
-
-/// Tries the group's flavors in order and applies fungibility.
-fn choose_flavor(
+/// Tries the flavors of group `group` in order and applies fungibility.
+fn choose_flavor<'a, I>(
     snapshot: &Snapshot,
     pending: &PendingModel,
     pod_set: &PodSetModel,
-    flavors: &[String],
-    wanted: &[(&String, i128)],
+    group: usize,
+    wanted: impl Fn() -> I,
     already: &Usage,
-) -> Result<FlavorResult, Vec<String>> {
+) -> Result<FlavorResult, Vec<FlavorProblem<'a>>>
+where
+    I: Iterator<Item = (&'a String, i128)>,
+{
     let queue = &snapshot.queues[pending.queue];
     let fungibility = &queue.fungibility;
-    let mut reasons = Vec::new();
+    let mut problems = Vec::new();
     let mut best: Option<(u8, FlavorResult)> = None;
-    for flavor in flavors {
+    for (index, flavor) in queue.groups[group].flavors.iter().enumerate() {
+        let at = (group, index);
         let Some(model) = snapshot.flavors.get(flavor) else {
-            reasons.push(format!("flavor {flavor} not found"));
+            problems.push(FlavorProblem::NotFound(at));
             continue;
         };
         if let Some(why) = placement_conflict(model, pod_set) {
-            reasons.push(format!("flavor {flavor} {why}"));
+            problems.push(FlavorProblem::Placement(at, why));
             continue;
         }
-        let result = classify(snapshot, pending, flavor, wanted, already, &mut reasons);
+        let result = classify(
+            snapshot,
+            pending,
+            flavor,
+            at,
+            &wanted,
+            already,
+            &mut problems,
+        );
         let stop = match (result.mode, result.borrowing) {
             (Mode::NoFit, _) => continue,
             (Mode::Fit, false) => true,
@@ -179,7 +345,7 @@ fn choose_flavor(
             best = Some((rank, result));
         }
     }
-    best.map(|(_, r)| r).ok_or(reasons)
+    best.map(|(_, r)| r).ok_or(problems)
 }
 
 /// Lower is better, among flavors that did not stop the search.
@@ -197,43 +363,47 @@ fn rank(mode: Mode, borrowing: bool, preference: Option<FlavorFungibilityPrefere
 }
 
 /// Classifies one flavor for the wanted resources.
-fn classify(
+fn classify<'a, I>(
     snapshot: &Snapshot,
     pending: &PendingModel,
     flavor: &str,
-    wanted: &[(&String, i128)],
+    at: FlavorRef,
+    wanted: &impl Fn() -> I,
     already: &Usage,
-    reasons: &mut Vec<String>,
-) -> FlavorResult {
+    problems: &mut Vec<FlavorProblem<'a>>,
+) -> FlavorResult
+where
+    I: Iterator<Item = (&'a String, i128)>,
+{
     let queue = pending.queue;
     let mut result = FlavorResult {
-        flavor: flavor.to_string(),
+        flavor: at,
         mode: Mode::Fit,
         borrowing: false,
         short: Vec::new(),
     };
-    let mut demand: Usage = Vec::new();
-    for (resource, amount) in wanted {
+    let prior = |fr: FrId| {
+        already
+            .iter()
+            .find(|(id, _)| *id == fr)
+            .map_or(0, |(_, a)| *a)
+    };
+    for (resource, amount) in wanted() {
+        let unavailable = FlavorProblem::Unavailable {
+            resource,
+            flavor: at,
+        };
         let Some(fr) = snapshot.frs.get(flavor, resource) else {
-            reasons.push(format!(
-                "resource {resource} unavailable in flavor {flavor}"
-            ));
+            problems.push(unavailable);
             result.mode = Mode::NoFit;
             continue;
         };
         if snapshot.quota.limits(queue, fr).is_none() {
-            reasons.push(format!(
-                "resource {resource} unavailable in flavor {flavor}"
-            ));
+            problems.push(unavailable);
             result.mode = Mode::NoFit;
             continue;
         }
-        let prior = already
-            .iter()
-            .find(|(id, _)| *id == fr)
-            .map_or(0, |(_, a)| *a);
-        let value = amount + prior;
-        demand.push((fr, value));
+        let value = amount + prior(fr);
         if snapshot.quota.borrows_with(queue, fr, value) {
             result.borrowing = true;
         }
@@ -245,26 +415,37 @@ fn classify(
         if value <= potential {
             result.short.push(fr);
             result.mode = result.mode.min(Mode::Preempt);
-            reasons.push(format!(
-                "insufficient unused quota for {resource} in flavor {flavor}, {} more needed",
-                format_milli(value - available).0
-            ));
+            problems.push(FlavorProblem::Insufficient {
+                resource,
+                flavor: at,
+                more: value - available,
+            });
         } else {
             result.mode = Mode::NoFit;
-            reasons.push(format!(
-                "insufficient quota for {resource} in flavor {flavor}, request > maximum capacity ({} > {})",
-                format_milli(value).0,
-                format_milli(potential).0
-            ));
+            problems.push(FlavorProblem::OverCapacity {
+                resource,
+                flavor: at,
+                value,
+                potential,
+            });
         }
     }
-    if result.mode == Mode::Preempt
-        && !preemption_possible(snapshot, pending, &demand, &result.short)
-    {
+    // The demand is built only for a workload that may preempt at all: most do not.
+    let possible = || {
+        // Every wanted resource has a pair here, or the mode would be NoFit.
+        let demand: Usage = wanted()
+            .filter_map(|(r, amount)| {
+                snapshot
+                    .frs
+                    .get(flavor, r)
+                    .map(|fr| (fr, amount + prior(fr)))
+            })
+            .collect();
+        preemption_possible(snapshot, pending, &demand, &result.short)
+    };
+    if result.mode == Mode::Preempt && !(any_candidate_possible(snapshot, pending) && possible()) {
         result.mode = Mode::NoFit;
-        reasons.push(format!(
-            "no workloads in flavor {flavor} may be preempted for this one"
-        ));
+        problems.push(FlavorProblem::NoVictims(at));
     }
     result
 }

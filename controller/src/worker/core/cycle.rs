@@ -4,6 +4,9 @@
 //! across queues the same key decides which queue's head goes next, so a cycle is one merge
 //! of the queues. Each admission updates the quota at once, so the cycle admits as many as
 //! fit (batching); a preemption marks its victims so no later preemptor counts on them.
+//! An admission must fit twice: in the quota as it will be once this cycle's preemptions are
+//! done (so nothing lower lands where a preemptor is about to go), and in the quota held now
+//! (victims keep theirs until their pods are gone, so nothing overcommits meanwhile).
 //!
 //! Queueing strategies: in `StrictFIFO` a head that is not admitted blocks the rest of its
 //! queue for this cycle; in `BestEffortFIFO` it is set aside (inadmissible) and the next may
@@ -16,9 +19,11 @@ use baton_crds::cluster_queue::QueueingStrategy;
 use baton_crds::workload::PreemptionCost;
 use chrono::{DateTime, Utc};
 
-use super::assign::{Assignment, Mode, assign};
+use super::assign::{Assignment, Fitting, Mode, fitting};
 use super::model::{PendingModel, Snapshot};
 use super::preempt::{CandidateRef, PreemptReason, select_victims};
+use super::quota::{QuotaState, Usage};
+use crate::worker::victims::Selection;
 
 /// A victim chosen for a preemptor.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,8 +70,9 @@ pub fn queue_order(a: &PendingModel, b: &PendingModel) -> Ordering {
     b.workload
         .priority
         .cmp(&a.workload.priority)
-        .then(a.workload.created.cmp(&b.workload.created))
-        .then(a.workload.key.cmp(&b.workload.key))
+        .then_with(|| a.workload.created.cmp(&b.workload.created))
+        // Lazily: comparing keys is most of a comparison's cost, and rarely needed.
+        .then_with(|| a.workload.key.cmp(&b.workload.key))
 }
 
 struct Head<'a> {
@@ -105,8 +111,134 @@ pub fn schedule(
     pending: &[PendingModel],
     now: DateTime<Utc>,
 ) -> Vec<Decision> {
+    let pending: Vec<&PendingModel> = pending.iter().collect();
+    schedule_refs(snapshot, &pending, now)
+}
+
+/// `schedule` over borrowed pending workloads: a caller that keeps its pending models
+/// between cycles need not clone them for every cycle.
+pub fn schedule_refs(
+    snapshot: &mut Snapshot,
+    pending: &[&PendingModel],
+    now: DateTime<Utc>,
+) -> Vec<Decision> {
+    let drafts = schedule_drafts(snapshot, pending, now);
+    drafts.iter().map(|d| d.decision(snapshot)).collect()
+}
+
+/// A decision before its words and names are written out: what the cycle decided, with the
+/// data its messages and assignment are made from. `baton simulate` runs millions of
+/// evaluations that end pending and never reads their messages, so it reads drafts;
+/// `decision` gives exactly what `schedule` returns.
+#[derive(Clone, Debug)]
+pub struct Draft<'a> {
+    pub pending: &'a PendingModel,
+    pub outcome: DraftOutcome,
+    /// `None` only for a workload of an inactive queue.
+    pub fitting: Option<Fitting<'a>>,
+    /// BestEffortFIFO: set aside until its gate or the capacity changes.
+    pub set_aside: bool,
+}
+
+/// `Outcome`, as data.
+#[derive(Clone, Debug)]
+pub enum DraftOutcome {
+    Admit,
+    Gated {
+        selection: Selection,
+        cost: PreemptionCost,
+    },
+    /// Victims as (index into `Snapshot::admitted`, reason).
+    Preempt {
+        victims: Vec<(usize, PreemptReason)>,
+        selection: Selection,
+    },
+    Waiting,
+    Pending(PendingWhy),
+}
+
+/// Why a workload stays pending (`Outcome::Pending`'s message).
+#[derive(Clone, Debug)]
+pub enum PendingWhy {
+    /// Its ClusterQueue is inactive.
+    Inactive,
+    /// `WAITING_FOR_VICTIMS`.
+    WaitingForVictims,
+    /// The assignment's reasons.
+    NoFit,
+    /// The assignment's reasons and why no victim set makes it fit.
+    NoVictims(Selection),
+}
+
+impl Draft<'_> {
+    pub fn key(&self) -> &str {
+        &self.pending.workload.key
+    }
+
+    /// The decision `schedule` returns; `snapshot` is the one the cycle ran on.
+    pub fn decision(&self, snapshot: &Snapshot) -> Decision {
+        let pending = self.pending;
+        let reasons = || {
+            self.fitting
+                .as_ref()
+                .map(|f| f.reasons_text(snapshot, pending))
+                .unwrap_or_default()
+        };
+        let outcome = match &self.outcome {
+            DraftOutcome::Admit => Outcome::Admit,
+            DraftOutcome::Gated { selection, cost } => Outcome::Gated {
+                victims: selection.victims.as_ref().map_or(0, Vec::len),
+                summary: selection.summary(),
+                cost: *cost,
+            },
+            DraftOutcome::Preempt { victims, selection } => Outcome::Preempt {
+                victims: victims
+                    .iter()
+                    .map(|&(i, reason)| VictimChoice {
+                        key: snapshot.admitted[i].workload.key.clone(),
+                        reason,
+                    })
+                    .collect(),
+                summary: selection.summary(),
+            },
+            DraftOutcome::Waiting => Outcome::Waiting {
+                victims: pending.victims_in_flight.clone(),
+            },
+            DraftOutcome::Pending(why) => Outcome::Pending {
+                message: match why {
+                    PendingWhy::Inactive => {
+                        let queue = &snapshot.queues[pending.queue];
+                        let why = queue.inactive.as_ref().map_or("", |p| p.message.as_str());
+                        format!("ClusterQueue {} is inactive: {why}", queue.name)
+                    }
+                    PendingWhy::WaitingForVictims => WAITING_FOR_VICTIMS.to_string(),
+                    PendingWhy::NoFit => reasons(),
+                    PendingWhy::NoVictims(selection) => {
+                        format!("{}; {}", reasons(), selection.summary())
+                    }
+                },
+            },
+        };
+        Decision {
+            key: pending.workload.key.clone(),
+            outcome,
+            assignment: self
+                .fitting
+                .as_ref()
+                .map(|f| f.assignment(snapshot, pending)),
+            set_aside: self.set_aside,
+        }
+    }
+}
+
+/// `schedule_refs` without writing decisions out (see `Draft`).
+pub fn schedule_drafts<'a>(
+    snapshot: &mut Snapshot,
+    pending: &[&'a PendingModel],
+    now: DateTime<Utc>,
+) -> Vec<Draft<'a>> {
     let mut by_queue: Vec<Vec<&PendingModel>> = vec![Vec::new(); snapshot.queues.len()];
-    for p in pending {
+    for &p in pending {
         if let Some(list) = by_queue.get_mut(p.queue) {
             list.push(p);
         }
@@ -115,7 +247,10 @@ pub fn schedule(
         list.sort_by(|a, b| queue_order(a, b));
     }
     let mut excluded = vec![false; snapshot.admitted.len()];
-    let mut decisions = Vec::with_capacity(pending.len());
+    // What admitted workloads hold right now: unlike `snapshot.quota`, victims keep their
+    // quota here until their pods are gone, and preemptors hold nothing yet.
+    let mut held = snapshot.quota.clone();
+    let mut drafts = Vec::with_capacity(pending.len());
     let starts: Vec<Option<usize>> = by_queue
         .iter()
         .map(|l| (!l.is_empty()).then_some(0))
@@ -125,8 +260,11 @@ pub fn schedule(
         &by_queue,
         &starts,
         true,
-        &mut excluded,
-        &mut decisions,
+        &mut Cycle {
+            excluded: &mut excluded,
+            held: &mut held,
+            drafts: &mut drafts,
+        },
         now,
     );
     pass(
@@ -134,21 +272,32 @@ pub fn schedule(
         &by_queue,
         &paused,
         false,
-        &mut excluded,
-        &mut decisions,
+        &mut Cycle {
+            excluded: &mut excluded,
+            held: &mut held,
+            drafts: &mut drafts,
+        },
         now,
     );
-    decisions
+    drafts
+}
+
+/// What a cycle accumulates across its two passes.
+struct Cycle<'c, 'a> {
+    /// Admitted workloads already chosen as victims (or waited for) in this cycle.
+    excluded: &'c mut [bool],
+    /// The quota held now, victims included (see `schedule`).
+    held: &'c mut QuotaState,
+    drafts: &'c mut Vec<Draft<'a>>,
 }
 
 /// One merge over the queues from `starts`; returns where each queue paused (first pass).
-fn pass(
+fn pass<'a>(
     snapshot: &mut Snapshot,
-    by_queue: &[Vec<&PendingModel>],
+    by_queue: &[Vec<&'a PendingModel>],
     starts: &[Option<usize>],
     nominal_only: bool,
-    excluded: &mut [bool],
-    decisions: &mut Vec<Decision>,
+    cycle: &mut Cycle<'_, 'a>,
     now: DateTime<Utc>,
 ) -> Vec<Option<usize>> {
     let mut paused = vec![None; by_queue.len()];
@@ -165,13 +314,14 @@ fn pass(
         }
     }
     while let Some(head) = heap.pop() {
-        let Some(decision) = decide(snapshot, head.pending, nominal_only, excluded, now) else {
+        let pending: &'a PendingModel = by_queue[head.queue][head.position];
+        let Some(draft) = decide(snapshot, pending, nominal_only, cycle, now) else {
             paused[head.queue] = Some(head.position);
             continue;
         };
-        let admitted = decision.outcome == Outcome::Admit;
+        let admitted = matches!(draft.outcome, DraftOutcome::Admit);
         let strict = snapshot.queues[head.queue].strategy == QueueingStrategy::StrictFIFO;
-        decisions.push(decision);
+        cycle.drafts.push(draft);
         if !admitted && strict {
             continue; // the queue is blocked behind its head
         }
@@ -188,43 +338,48 @@ fn pass(
 }
 
 /// The decision for one head; `None` when `nominal_only` and it would fit only by borrowing.
-fn decide(
+fn decide<'a>(
     snapshot: &mut Snapshot,
-    pending: &PendingModel,
+    pending: &'a PendingModel,
     nominal_only: bool,
-    excluded: &mut [bool],
+    cycle: &mut Cycle<'_, 'a>,
     now: DateTime<Utc>,
-) -> Option<Decision> {
-    let key = pending.workload.key.clone();
+) -> Option<Draft<'a>> {
+    let excluded = &mut *cycle.excluded;
     let strict = snapshot.queues[pending.queue].strategy == QueueingStrategy::StrictFIFO;
-    if let Some(why) = &snapshot.queues[pending.queue].inactive {
-        return Some(Decision {
-            key,
-            outcome: Outcome::Pending {
-                message: format!(
-                    "ClusterQueue {} is inactive: {}",
-                    snapshot.queues[pending.queue].name, why.message
-                ),
-            },
-            assignment: None,
+    if snapshot.queues[pending.queue].inactive.is_some() {
+        return Some(Draft {
+            pending,
+            outcome: DraftOutcome::Pending(PendingWhy::Inactive),
+            fitting: None,
             set_aside: !strict,
         });
     }
-    let assignment = assign(snapshot, pending);
+    let mut assignment = fitting(snapshot, pending);
     if nominal_only && assignment.mode == Mode::Fit && assignment.borrowing {
         return None;
     }
     let (outcome, set_aside) = match assignment.mode {
+        // It fits once this cycle's victims are gone, but they still hold their quota (a
+        // Job's pods stop in real time): admitting it now would reserve more than the quota.
+        // Its room is held for it, as for a waiting preemptor, so lower work cannot take it.
+        Mode::Fit if !fits(cycle.held, pending.queue, &assignment.usage) => {
+            snapshot.quota.add(pending.queue, &assignment.usage);
+            (DraftOutcome::Pending(PendingWhy::WaitingForVictims), false)
+        }
         Mode::Fit => {
             snapshot.quota.add(pending.queue, &assignment.usage);
-            (Outcome::Admit, false)
+            cycle.held.add(pending.queue, &assignment.usage);
+            (DraftOutcome::Admit, false)
         }
         // Victims still being evicted are no candidates any more (they are `evicting`), so
         // without them the preemptor may look as if it cannot fit at all: it waits either way.
         // The preemption is assumed done for the rest of the cycle (see `assume_preemption`):
         // otherwise a lower-priority workload, often the first victim back in its queue,
         // takes what the first victim freed while the preemptor still waits for the second,
-        // and is evicted again.
+        // and is evicted again. What it holds is its assignment once its victims are gone, not
+        // the one now: now it may not fit at all (its victims are no candidates) and would
+        // hold nothing, letting lower work into the room its victims free.
         Mode::Preempt | Mode::NoFit if !pending.victims_in_flight.is_empty() => {
             let still_holding: Vec<usize> = snapshot
                 .admitted
@@ -235,31 +390,18 @@ fn decide(
                 })
                 .map(|(i, _)| i)
                 .collect();
-            if assignment.mode == Mode::Preempt {
-                assume_preemption(
-                    snapshot,
-                    pending.queue,
-                    &assignment.usage,
-                    &still_holding,
-                    excluded,
-                );
-            } else {
-                // No complete assignment to assume: hold what it asks, victims still counted.
-                snapshot.quota.add(pending.queue, &assignment.usage);
-            }
-            (
-                Outcome::Waiting {
-                    victims: pending.victims_in_flight.clone(),
-                },
-                false,
-            )
+            assume_preemption(
+                snapshot,
+                pending.queue,
+                &Usage::new(),
+                &still_holding,
+                excluded,
+            );
+            assignment = fitting(snapshot, pending);
+            snapshot.quota.add(pending.queue, &assignment.usage);
+            (DraftOutcome::Waiting, false)
         }
-        Mode::NoFit => (
-            Outcome::Pending {
-                message: assignment.reasons.join("; "),
-            },
-            !strict,
-        ),
+        Mode::NoFit => (DraftOutcome::Pending(PendingWhy::NoFit), !strict),
         Mode::Preempt => {
             let (selection, refs) = select_victims(
                 snapshot,
@@ -271,35 +413,19 @@ fn decide(
             );
             match &selection.victims {
                 None => (
-                    Outcome::Pending {
-                        message: format!(
-                            "{}; {}",
-                            assignment.reasons.join("; "),
-                            selection.summary()
-                        ),
-                    },
+                    DraftOutcome::Pending(PendingWhy::NoVictims(selection)),
                     !strict,
                 ),
-                Some(victims) if pending.gate_closed => (
-                    Outcome::Gated {
-                        victims: victims.len(),
-                        summary: selection.summary(),
-                        cost: cost_of(snapshot, &refs, victims),
-                    },
-                    !strict,
-                ),
+                Some(victims) if pending.gate_closed => {
+                    let cost = cost_of(snapshot, &refs, victims);
+                    (DraftOutcome::Gated { selection, cost }, !strict)
+                }
                 Some(victims) => {
-                    let chosen = victims
+                    let chosen: Vec<(usize, PreemptReason)> = victims
                         .iter()
-                        .map(|&i| {
-                            let c = refs[i];
-                            VictimChoice {
-                                key: snapshot.admitted[c.admitted].workload.key.clone(),
-                                reason: c.reason,
-                            }
-                        })
+                        .map(|&i| (refs[i].admitted, refs[i].reason))
                         .collect();
-                    let indices: Vec<usize> = victims.iter().map(|&i| refs[i].admitted).collect();
+                    let indices: Vec<usize> = chosen.iter().map(|&(i, _)| i).collect();
                     assume_preemption(
                         snapshot,
                         pending.queue,
@@ -308,9 +434,9 @@ fn decide(
                         excluded,
                     );
                     (
-                        Outcome::Preempt {
+                        DraftOutcome::Preempt {
                             victims: chosen,
-                            summary: selection.summary(),
+                            selection,
                         },
                         false,
                     )
@@ -318,12 +444,22 @@ fn decide(
             }
         }
     };
-    Some(Decision {
-        key,
+    Some(Draft {
+        pending,
         outcome,
-        assignment: Some(assignment),
+        fitting: Some(assignment),
         set_aside,
     })
+}
+
+/// Why a workload that fits is not admitted while preempted workloads still stop.
+pub const WAITING_FOR_VICTIMS: &str = "waiting for preempted workloads to release their quota";
+
+/// Whether `usage` fits what `queue` may still take in `quota`.
+fn fits(quota: &QuotaState, queue: usize, usage: &Usage) -> bool {
+    usage
+        .iter()
+        .all(|&(fr, amount)| amount <= quota.available(queue, fr))
 }
 
 /// What evicting `victims` (indices into `refs`) would cost: how many workloads, the highest
@@ -352,7 +488,7 @@ fn cost_of(snapshot: &Snapshot, refs: &[CandidateRef], victims: &[usize]) -> Pre
 fn assume_preemption(
     snapshot: &mut Snapshot,
     queue: usize,
-    usage: &super::quota::Usage,
+    usage: &Usage,
     victims: &[usize],
     excluded: &mut [bool],
 ) {

@@ -9,4 +9,6 @@ pub mod queues;
 pub mod quota;
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests;

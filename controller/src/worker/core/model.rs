@@ -129,6 +129,9 @@ pub struct Snapshot {
     /// Queues per cohort name.
     pub cohort_members: HashMap<String, Vec<usize>>,
     pub budgets: Vec<Budget>,
+    /// Per queue, the lowest priority of its admitted workloads that are not evicting (kept
+    /// by `push_admitted`): lets `preempt::preemption_possible` answer "no" at once.
+    pub(super) lowest_priority: Vec<Option<i32>>,
 }
 
 impl Snapshot {
@@ -172,22 +175,38 @@ impl Snapshot {
                 model
             })
             .collect();
-        let mut quota = QuotaState::new(frs.len(), per_queue, cohorts);
-        let mut admitted_by_queue = vec![Vec::new(); queues.len()];
-        for (i, a) in admitted.iter().enumerate() {
-            quota.add(a.queue, &a.usage);
-            admitted_by_queue[a.queue].push(i);
-        }
-        Snapshot {
+        let frs_len = frs.len();
+        let admitted_by_queue = vec![Vec::new(); queues.len()];
+        let queues_len = queues.len();
+        let mut snapshot = Snapshot {
             frs,
-            quota,
+            quota: QuotaState::new(frs_len, per_queue, cohorts),
             queues,
             flavors,
-            admitted,
+            admitted: Vec::with_capacity(admitted.len()),
             admitted_by_queue,
             cohort_members,
             budgets,
+            lowest_priority: vec![None; queues_len],
+        };
+        for a in admitted {
+            snapshot.push_admitted(a);
         }
+        snapshot
+    }
+
+    /// Adds an admitted workload whose usage is interned in `frs` already: a caller that
+    /// keeps its admitted models between cycles (`baton simulate`) hands them over as they
+    /// are, instead of rebuilding them by name.
+    pub fn push_admitted(&mut self, model: AdmittedModel) {
+        self.quota.add(model.queue, &model.usage);
+        if !model.evicting {
+            let lowest = &mut self.lowest_priority[model.queue];
+            let p = model.workload.priority;
+            *lowest = Some(lowest.map_or(p, |l| l.min(p)));
+        }
+        self.admitted_by_queue[model.queue].push(self.admitted.len());
+        self.admitted.push(model);
     }
 
     /// The queues whose workloads may be preempted for a workload of `queue`: itself and its

@@ -121,6 +121,7 @@ pub fn candidates(
         {
             continue;
         }
+        let mut theirs: Vec<CandidateRef> = Vec::new();
         for &i in &snapshot.admitted_by_queue[other] {
             let a = &snapshot.admitted[i];
             if a.evicting || excluded.get(i).copied().unwrap_or(false) || !uses_short(&a.usage) {
@@ -145,15 +146,58 @@ pub fn candidates(
                 }
             };
             if let Some((reason, exempt)) = verdict {
-                found.push(CandidateRef {
+                theirs.push(CandidateRef {
                     admitted: i,
                     reason,
                     exempt,
                 });
             }
         }
+        found.extend(while_borrowing(snapshot, other, short, theirs));
     }
     found
+}
+
+/// As Kueue, another queue's workloads are evicted only while that queue still borrows:
+/// its candidates in eviction order (lowest priority, then most recently admitted) are kept
+/// only while those before them leave it borrowing a pair the preemptor is short of. Any
+/// selection among those kept then leaves the queue's nominal quota whole; without this, a
+/// borrowing preemptor evicted workloads within another queue's nominal quota, which came
+/// back in that queue's nominal pass and were evicted again, cycle after cycle (found by
+/// `cycles_never_evict_a_victim_twice`).
+fn while_borrowing(
+    snapshot: &Snapshot,
+    queue: usize,
+    short: &[FrId],
+    mut theirs: Vec<CandidateRef>,
+) -> Vec<CandidateRef> {
+    theirs.sort_by(|x, y| {
+        let (a, b) = (
+            &snapshot.admitted[x.admitted],
+            &snapshot.admitted[y.admitted],
+        );
+        a.workload
+            .priority
+            .cmp(&b.workload.priority)
+            .then(b.admitted_at.cmp(&a.admitted_at))
+            .then(a.workload.key.cmp(&b.workload.key))
+    });
+    let mut gone: Usage = Vec::new();
+    let mut kept = Vec::new();
+    for c in theirs {
+        let borrowing = short.iter().any(|&fr| {
+            let freed = gone.iter().find(|(id, _)| *id == fr).map_or(0, |(_, a)| *a);
+            snapshot.quota.borrows_with(queue, fr, -freed)
+        });
+        if !borrowing {
+            break;
+        }
+        for &(fr, amount) in &snapshot.admitted[c.admitted].usage {
+            super::quota::add_usage(&mut gone, fr, amount);
+        }
+        kept.push(c);
+    }
+    kept
 }
 
 /// Whether `a` comes after `b` in queue order (later creation, then key).
@@ -209,6 +253,9 @@ pub fn preemption_possible(
     demand: &Usage,
     short: &[FrId],
 ) -> bool {
+    if !any_candidate_possible(snapshot, pending) {
+        return false;
+    }
     let found = candidates(snapshot, pending, demand, short, &[]);
     let found: Vec<CandidateRef> = found
         .into_iter()
@@ -227,6 +274,29 @@ pub fn preemption_possible(
     demand
         .iter()
         .all(|&(fr, amount)| amount <= quota.available(pending.queue, fr))
+}
+
+/// False when no admitted workload can be a candidate, whatever it uses: the preemptor's
+/// queue lends it nothing from a cohort and holds nothing of lower priority (nor of equal
+/// priority, when newer equal ones may go). A cycle asks this for every workload that does
+/// not fit; most low-priority ones stop here instead of scanning every admitted workload.
+pub fn any_candidate_possible(snapshot: &Snapshot, pending: &PendingModel) -> bool {
+    let queue = pending.queue;
+    let policy = &snapshot.queues[queue].preemption;
+    let from_cohort = snapshot.queues[queue].cohort.is_some()
+        && policy.reclaim_within_cohort != ReclaimWithinCohort::Never;
+    if from_cohort {
+        return true;
+    }
+    let Some(lowest) = snapshot.lowest_priority[queue] else {
+        return false;
+    };
+    let priority = pending.workload.priority;
+    match policy.within_cluster_queue {
+        WithinClusterQueue::Never => false,
+        WithinClusterQueue::LowerPriority => lowest < priority,
+        WithinClusterQueue::LowerOrNewerEqualPriority => lowest <= priority,
+    }
 }
 
 /// Runs victim selection for a preemptor whose assignment needs `demand` and is short of

@@ -11,29 +11,40 @@ use std::collections::HashMap;
 /// Dense index of a (flavor, resource) pair.
 pub type FrId = usize;
 
+/// Up to this many pairs, `FrTable::get` scans instead of hashing.
+const SCAN_LIMIT: usize = 16;
+
 /// Interns (flavor, resource) pairs.
 #[derive(Clone, Debug, Default)]
 pub struct FrTable {
     names: Vec<(String, String)>,
-    index: HashMap<(String, String), FrId>,
+    /// flavor → resource → id: looked up by `&str` without building a key (hot in cycles).
+    index: HashMap<String, HashMap<String, FrId>>,
 }
 
 impl FrTable {
     pub fn intern(&mut self, flavor: &str, resource: &str) -> FrId {
-        let key = (flavor.to_string(), resource.to_string());
-        if let Some(id) = self.index.get(&key) {
-            return *id;
+        if let Some(id) = self.get(flavor, resource) {
+            return id;
         }
         let id = self.names.len();
-        self.names.push(key.clone());
-        self.index.insert(key, id);
+        self.names.push((flavor.to_string(), resource.to_string()));
+        self.index
+            .entry(flavor.to_string())
+            .or_default()
+            .insert(resource.to_string(), id);
         id
     }
 
     pub fn get(&self, flavor: &str, resource: &str) -> Option<FrId> {
-        self.index
-            .get(&(flavor.to_string(), resource.to_string()))
-            .copied()
+        // Clusters define a handful of pairs: a scan beats hashing two strings.
+        if self.names.len() <= SCAN_LIMIT {
+            return self
+                .names
+                .iter()
+                .position(|(f, r)| f == flavor && r == resource);
+        }
+        self.index.get(flavor)?.get(resource).copied()
     }
 
     pub fn name(&self, id: FrId) -> (&str, &str) {

@@ -1,0 +1,200 @@
+//! Cycle after cycle on one random cluster, the shell's part played by a small model: an
+//! admission takes quota; a preemption marks its victims evicting (they keep their quota for
+//! one more cycle, like a Job whose pods stop, then come back to their queue); a gated
+//! workload gets its gate opened by the manager before the next cycle. Checked at every
+//! cycle: no admission goes beyond the quota held, and no preemptor evicts the same victim
+//! twice while it has not itself been evicted (the livelock of a victim re-admitted beside
+//! its preemptor and evicted again).
+
+use std::collections::{HashMap, HashSet};
+
+use proptest::prelude::*;
+
+use super::strategy::{Cluster, cluster, now};
+use super::{Ledger, excess, newly_exceeded};
+use crate::worker::core::cycle::{Decision, Outcome, schedule};
+use crate::worker::core::model::{AdmittedModel, PendingModel, Snapshot};
+
+const CYCLES: usize = 8;
+
+/// Runs `CYCLES` cycles; returns what went wrong, if anything.
+/// How strict the check of evictions is.
+#[derive(Clone, Copy, PartialEq)]
+enum Check {
+    /// A victim is never admitted again while its preemptor still waits for victims.
+    NotBesideItsPreemptor,
+    /// A preemptor never evicts the same victim twice (unless evicted itself in between).
+    NeverTwice,
+}
+
+fn run(mut c: Cluster, check: Check) -> Result<(), String> {
+    // victim → its preemptor, while it stops.
+    let mut stopping: HashMap<String, String> = HashMap::new();
+    // (victim, preemptor) pairs already evicted, forgotten when the preemptor is evicted.
+    let mut evicted: HashSet<(String, String)> = HashSet::new();
+    let mut history: Vec<String> = Vec::new();
+    for (a, _) in &mut c.admitted {
+        a.evicting = false;
+    }
+    for p in &mut c.pending {
+        p.victims_in_flight.clear();
+    }
+    for round in 0..CYCLES {
+        // The victims of the previous cycle are gone: back to their queue.
+        let (gone, kept): (Vec<_>, Vec<_>) = c
+            .admitted
+            .drain(..)
+            .partition(|(a, _)| a.evicting && !stopping.contains_key(&a.workload.key));
+        c.admitted = kept;
+        for (a, _) in gone {
+            c.pending.push(PendingModel {
+                workload: a.workload,
+                queue: a.queue,
+                gate_closed: false,
+                victims_in_flight: Vec::new(),
+            });
+        }
+        // Victims chosen last cycle still stop this one, then leave.
+        for p in &mut c.pending {
+            p.victims_in_flight = stopping
+                .iter()
+                .filter(|(_, preemptor)| **preemptor == p.workload.key)
+                .map(|(victim, _)| victim.clone())
+                .collect();
+            p.victims_in_flight.sort();
+        }
+        stopping.clear();
+
+        let held_before = Ledger::of_admitted(&c, &HashSet::new());
+        let mut snapshot = Snapshot::new(
+            c.queues.clone(),
+            c.flavors.clone(),
+            c.limits.clone(),
+            c.admitted.clone(),
+            Vec::new(),
+        );
+        let decisions = schedule(&mut snapshot, &c.pending, now());
+        history.push(trace(round, &c, &decisions));
+        let mut admitted_now = Vec::new();
+        for d in &decisions {
+            let Some(i) = c.pending.iter().position(|p| p.workload.key == d.key) else {
+                return Err(format!("cycle {round}: a decision for unknown {}", d.key));
+            };
+            match &d.outcome {
+                Outcome::Admit => {
+                    let waiting = c.pending.iter().find(|p| {
+                        !p.victims_in_flight.is_empty()
+                            && evicted.contains(&(d.key.clone(), p.workload.key.clone()))
+                    });
+                    if let Some(p) = waiting {
+                        return Err(format!(
+                            "cycle {round}: {} admitted while its preemptor {} waits for {:?}\n{}",
+                            d.key,
+                            p.workload.key,
+                            p.victims_in_flight,
+                            history.join("\n")
+                        ));
+                    }
+                    admitted_now.push(i);
+                }
+                Outcome::Preempt { victims, .. } => {
+                    for v in victims {
+                        let again = !evicted.insert((v.key.clone(), d.key.clone()));
+                        if again && check == Check::NeverTwice {
+                            return Err(format!(
+                                "cycle {round}: {} evicted {} a second time\n{}",
+                                d.key,
+                                v.key,
+                                history.join("\n")
+                            ));
+                        }
+                        // A preemptor evicted in turn may come back and evict again.
+                        evicted.retain(|(_, preemptor)| preemptor != &v.key);
+                        stopping.insert(v.key.clone(), d.key.clone());
+                    }
+                }
+                Outcome::Gated { .. } => c.pending[i].gate_closed = false,
+                _ => {}
+            }
+        }
+        for (a, _) in &mut c.admitted {
+            if stopping.contains_key(&a.workload.key) {
+                a.evicting = true;
+            }
+        }
+        admitted_now.sort_unstable();
+        for &i in admitted_now.iter().rev() {
+            let p = c.pending.remove(i);
+            let Some(d) = decisions.iter().find(|d| d.key == p.workload.key) else {
+                continue;
+            };
+            let mut named = Vec::new();
+            for ps in d.assignment.iter().flat_map(|a| &a.pod_sets) {
+                for (resource, flavor) in &ps.flavors {
+                    let amount = ps.usage.get(resource).copied().unwrap_or(0);
+                    named.push((flavor.clone(), resource.clone(), amount));
+                }
+            }
+            c.admitted.push((
+                AdmittedModel {
+                    workload: p.workload,
+                    queue: p.queue,
+                    usage: Vec::new(),
+                    admitted_at: now(),
+                    evicting: false,
+                },
+                named,
+            ));
+        }
+        let held_after = Ledger::of_admitted(&c, &HashSet::new());
+        let beyond = newly_exceeded(&excess(&c, &held_before), &excess(&c, &held_after));
+        if !beyond.is_empty() {
+            return Err(format!(
+                "cycle {round}: beyond quota {beyond:?}\n{decisions:#?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One line per workload: what it holds or what was decided for it.
+fn trace(round: usize, c: &Cluster, decisions: &[Decision]) -> String {
+    let mut out = format!("cycle {round}:");
+    for (a, named) in &c.admitted {
+        let stopping = if a.evicting { " stopping" } else { "" };
+        out += &format!(
+            "\n  {} q{} p{} holds {named:?}{stopping}",
+            a.workload.key, a.queue, a.workload.priority
+        );
+    }
+    for d in decisions {
+        let p = c.pending.iter().find(|p| p.workload.key == d.key);
+        let mode = d.assignment.as_ref().map(|a| (a.mode, a.borrowing));
+        out += &format!(
+            "\n  {} q{} p{} {mode:?} -> {:?}",
+            d.key,
+            p.map_or(0, |p| p.queue),
+            p.map_or(0, |p| p.workload.priority),
+            d.outcome
+        );
+    }
+    out
+}
+
+proptest! {
+    /// No admission beyond the quota held, and no victim re-admitted beside its preemptor
+    /// while that one still waits for victims (the livelock fixed in `assume_preemption`).
+    #[test]
+    fn cycles_never_overcommit_nor_readmit_a_victim_beside_its_preemptor(c in cluster()) {
+        let outcome = run(c, Check::NotBesideItsPreemptor);
+        prop_assert!(outcome.is_ok(), "{}", outcome.err().unwrap_or_default());
+    }
+
+    /// Stricter: a preemptor never evicts the same victim twice.
+    #[test]
+    #[ignore = "bug: a preemptor evicts the same victim again: (1) a workload that fits only once another preemptor's victim stops holds no room for itself; (2) a preemptor with two pod sets whose greedy flavor assignment changes once its victim is gone never fits and evicts the victim again. See the issue-14 part-4 report"]
+    fn cycles_never_evict_a_victim_twice(c in cluster()) {
+        let outcome = run(c, Check::NeverTwice);
+        prop_assert!(outcome.is_ok(), "{}", outcome.err().unwrap_or_default());
+    }
+}
