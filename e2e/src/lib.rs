@@ -2,8 +2,8 @@
 //! Baton's end-to-end harness, suites, sandbox and demo (DESIGN.md §5). The API server they
 //! run against is the `baton-testbed` crate.
 
-pub mod chaos;
 pub mod api_work;
+pub mod chaos;
 pub mod chart;
 pub mod demo;
 pub mod harness;

@@ -44,6 +44,10 @@ impl ReconcileError {
 /// A replica whose gate we opened: the resourceVersion the write replaced, and what we wrote.
 pub type OpenedGate = (Option<String>, Workload);
 
+/// The key under which the manager's own Workloads are remembered beside replicas (no
+/// MultiKueueCluster has an empty name).
+const MANAGER: &str = "";
+
 /// An Open gate stamped in the future: (the stamp, when the manager first saw it).
 pub type FutureGate = (DateTime<Utc>, DateTime<Utc>);
 
@@ -60,7 +64,7 @@ pub struct Context {
     /// Gates we opened that the worker caches may not show yet: (cluster, `ns/name`) →
     /// (the replica's resourceVersion before the write, the written replica). Without it a
     /// reconcile right after an opening could see the gate still Closed and open a second
-    /// cluster's gate.
+    /// cluster's gate. Manager Workloads we wrote are kept here too, under cluster `""`.
     pub opened: Mutex<HashMap<(String, String), OpenedGate>>,
     /// Open gates stamped in the future (see [`gate_clock`]): (cluster, `ns/name`) → (the
     /// stamp, when the manager first saw it).
@@ -124,6 +128,18 @@ impl Context {
             }
             None => cached.clone(),
         }
+    }
+
+    /// The cached manager Workload, or the one we wrote if the cache has not caught up with
+    /// it yet: a pass planned from the older version would repeat our write, or be refused
+    /// (409) and retried — either way an API write for nothing.
+    pub fn newest_workload(&self, cached: &Workload) -> Workload {
+        self.newest(MANAGER, cached)
+    }
+
+    /// Remembers a manager Workload we wrote until the cache shows a newer version.
+    pub fn remember_written(&self, before: &Workload, written: Workload) {
+        self.remember_opened(MANAGER, before, written);
     }
 
     /// Remembers a replica we wrote until the cache shows a newer version.

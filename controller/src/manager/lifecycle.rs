@@ -89,6 +89,9 @@ pub struct Observation<'a> {
 pub struct Deletion {
     pub cluster: String,
     pub reason: String,
+    /// Whether the removal gets an event of its own. The losers removed on admission do not:
+    /// the `AdmittedOnCluster` event names them (on a busy manager every event is a write).
+    pub announce: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -158,6 +161,7 @@ impl Plan {
             self.delete.push(Deletion {
                 cluster: cluster.clone(),
                 reason: reason.to_string(),
+                announce: true,
             });
         }
     }
@@ -234,6 +238,7 @@ fn without_stale(
             plan.delete.push(Deletion {
                 cluster: cluster.clone(),
                 reason: "the replica predates the workload's re-dispatch".into(),
+                announce: true,
             });
         } else {
             fresh.insert(cluster.clone(), replica.clone());
@@ -304,14 +309,25 @@ fn declare_winner(
         format!("admitted on worker cluster {winner}"),
         obs.now,
     );
+    let earlier = plan.delete.len();
     plan.delete_all_except(obs.replicas, Some(winner), &format!("admitted on {winner}"));
+    let losers: Vec<&str> = plan.delete[earlier..]
+        .iter()
+        .map(|d| d.cluster.as_str())
+        .collect();
+    let message = match losers.as_slice() {
+        [] => format!("admitted on worker cluster {winner}"),
+        [one] => format!("admitted on worker cluster {winner}; the replica on {one} is removed"),
+        many => format!(
+            "admitted on worker cluster {winner}; the replicas on {} are removed",
+            many.join(", ")
+        ),
+    };
+    for deletion in &mut plan.delete[earlier..] {
+        deletion.announce = false;
+    }
     plan.admitted_on = Some(winner.to_string());
-    plan.event(
-        EventType::Normal,
-        "AdmittedOnCluster",
-        winner,
-        format!("admitted on worker cluster {winner}"),
-    );
+    plan.event(EventType::Normal, "AdmittedOnCluster", winner, message);
 }
 
 fn follow_winner(
@@ -373,6 +389,7 @@ fn follow_winner(
                     plan.delete.push(Deletion {
                         cluster: winner.to_string(),
                         reason: why.clone(),
+                        announce: true,
                     });
                     redispatch(obs, route, winner, why, status, plan);
                 } else {
@@ -470,11 +487,13 @@ fn dispatch_and_ungate(
             plan.delete.push(Deletion {
                 cluster: cluster.clone(),
                 reason: "the cluster is no longer dispatched to".into(),
+                announce: true,
             });
         } else if !in_sync(obs.workload, replica) {
             plan.delete.push(Deletion {
                 cluster: cluster.clone(),
                 reason: "the replica's spec differs from the workload's".into(),
+                announce: true,
             });
         }
     }

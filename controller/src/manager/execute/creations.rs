@@ -109,8 +109,7 @@ pub async fn run(ctx: &Context, wl: &Workload, clusters: &[String]) {
         return;
     }
     ctx.metrics.workloads_dispatched.inc();
-    // One event for the whole dispatch, not one per cluster: on a busy manager every event is
-    // an API write (three clusters made events 6 of a workload's 17 writes).
-    let message = format!("replicas created on {}", created.join(", "));
-    publish(ctx, wl, EventType::Normal, "Dispatched", None, message).await;
+    // No event: the MultiKueue check's message in the status says where the workload is
+    // dispatched, and on a busy manager every event is an API write.
+    tracing::debug!(workload = %name, clusters = %created.join(", "), "replicas created");
 }

@@ -47,7 +47,9 @@ pub async fn run(
         match result {
             Ok(_) => {
                 deleted(ctx, wl, replicas, deletion);
-                removed.push(deletion);
+                if deletion.announce {
+                    removed.push(deletion);
+                }
             }
             Err(e) if is_not_found(&e) || is_conflict(&e) => {}
             Err(source) => {
@@ -64,7 +66,8 @@ pub async fn run(
     Ok(())
 }
 
-/// One event for the replicas a pass removed (each event is an API write on the manager).
+/// One event for the announced replicas a pass removed (each event is an API write on the
+/// manager).
 async fn report_removed(ctx: &Context, wl: &Workload, removed: &[&Deletion]) {
     if removed.is_empty() {
         return;
@@ -185,6 +188,7 @@ mod tests {
         Deletion {
             cluster: cluster.into(),
             reason: reason.into(),
+            announce: true,
         }
     }
 

@@ -21,7 +21,10 @@ pub async fn set(ctx: &Context, wl: &Workload, add: bool) -> Result<Outcome, Rec
         )
         .await
     {
-        Ok(_) => Ok(Outcome::Done),
+        Ok(written) => {
+            ctx.remember_written(wl, written);
+            Ok(Outcome::Done)
+        }
         Err(e) if !add && is_not_found(&e) => Ok(Outcome::Done),
         Err(e) => {
             let action = if add {

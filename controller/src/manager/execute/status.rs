@@ -17,11 +17,12 @@ pub async fn write(ctx: &Context, wl: &Workload, plan: &Plan) -> Result<Outcome,
             Api::namespaced(ctx.client.clone(), &wl.namespace().unwrap_or_default());
         let mut updated = wl.clone();
         updated.status = Some(status.clone());
-        if let Err(e) = api
+        match api
             .replace_status(&wl.name_any(), &PostParams::default(), &updated)
             .await
         {
-            return conflict_or(e, "write status", "manager");
+            Ok(written) => ctx.remember_written(wl, written),
+            Err(e) => return conflict_or(e, "write status", "manager"),
         }
     }
     if let Some(cluster) = &plan.admitted_on {

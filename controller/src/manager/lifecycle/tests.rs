@@ -264,6 +264,20 @@ fn the_earliest_admitted_replica_wins_and_the_others_are_deleted() {
     assert_eq!(plan.admitted_on.as_deref(), Some("w2"));
     assert_eq!(deleted(&plan), vec!["w1", "w3"]);
     assert!(plan.open_gate.is_none() && plan.create.is_empty());
+    // One event tells both: the admission and the losers' removal (no event per removal).
+    assert!(plan.delete.iter().all(|d| !d.announce));
+    let events: Vec<(&str, &str)> = plan
+        .events
+        .iter()
+        .map(|e| (e.reason.as_str(), e.message.as_str()))
+        .collect();
+    assert_eq!(
+        events,
+        vec![(
+            "AdmittedOnCluster",
+            "admitted on worker cluster w2; the replicas on w1, w3 are removed"
+        )]
+    );
     let wl = with_status(wl, &plan);
     let status = wl.status.as_ref().expect("status");
     assert_eq!(status.cluster_name.as_deref(), Some("w2"));
