@@ -1,5 +1,6 @@
 //! A small seeded generator (SplitMix64): the same seed gives the same trace and the same
-//! delays on every machine, with no dependency.
+//! delays on every machine, with no dependency whose algorithm might change between
+//! versions. The chaos soak (`baton-e2e`) draws its schedule from it too.
 
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
@@ -43,6 +44,11 @@ impl Rng {
     /// True with probability `p`.
     pub fn chance(&mut self, p: f64) -> bool {
         self.unit() < p
+    }
+
+    /// One of `items` (which must not be empty), chosen uniformly.
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[(self.next_u64() % items.len() as u64) as usize]
     }
 }
 

@@ -138,18 +138,18 @@ pub fn plan(seed: u64, scale: &Scale, workers: usize) -> Plan {
     let mut faults = Vec::new();
     manager_kills(&mut rng, scale, &mut faults);
     outages(&mut rng, scale, workers, &mut faults);
-    let worker = rng.range(1, workers as u64) as usize;
-    let at = scale.active / 2 + rng.range(0, scale.active / 10);
+    let worker = rng.between(1, workers as u64) as usize;
+    let at = scale.active / 2 + rng.between(0, scale.active / 10);
     faults.push(Timed {
         at,
         action: Action::KillShim(worker),
     });
     faults.push(Timed {
-        at: at + rng.range(1_000, 3_000),
+        at: at + rng.between(1_000, 3_000),
         action: Action::StartShim(worker),
     });
     for cluster in 0..=workers {
-        let mut at = rng.range(0, scale.error_rotation);
+        let mut at = rng.between(0, scale.error_rotation);
         while at < scale.active {
             let code = *rng.pick(&ERROR_CODES);
             faults.push(Timed {
@@ -160,17 +160,17 @@ pub fn plan(seed: u64, scale: &Scale, workers: usize) -> Plan {
         }
     }
     for _ in 0..scale.latency_spikes {
-        let cluster = rng.range(0, workers as u64) as usize;
-        let at = rng.range(0, scale.active * 9 / 10);
+        let cluster = rng.between(0, workers as u64) as usize;
+        let at = rng.between(0, scale.active * 9 / 10);
         faults.push(Timed {
             at,
             action: Action::Latency {
                 cluster,
-                millis: rng.range(200, 1_500),
+                millis: rng.between(200, 1_500),
             },
         });
         faults.push(Timed {
-            at: at + rng.range(2_000, 8_000),
+            at: at + rng.between(2_000, 8_000),
             action: Action::Latency { cluster, millis: 0 },
         });
     }
@@ -183,7 +183,7 @@ fn arrivals(rng: &mut Rng, scale: &Scale) -> Vec<Arrival> {
     let step = window / scale.workloads.max(1) as u64;
     (0..scale.workloads)
         .map(|i| {
-            let at = i as u64 * step + rng.range(0, step);
+            let at = i as u64 * step + rng.between(0, step);
             let roll = rng.unit();
             let priority = if roll < 0.55 {
                 PRIORITIES[0]
@@ -194,13 +194,13 @@ fn arrivals(rng: &mut Rng, scale: &Scale) -> Vec<Arrival> {
             };
             let delete_at = rng
                 .chance(scale.delete_fraction)
-                .then(|| (at + rng.range(1_000, scale.run.1 * 2)).min(scale.active));
+                .then(|| (at + rng.between(1_000, scale.run.1 * 2)).min(scale.active));
             Arrival {
                 at,
                 name: format!("wl-{:04}", i + 1),
-                cpus: rng.range(1, 4) as u32,
+                cpus: rng.between(1, 4) as u32,
                 priority,
-                run: rng.range(scale.run.0, scale.run.1),
+                run: rng.between(scale.run.0, scale.run.1),
                 delete_at,
             }
         })
@@ -212,7 +212,7 @@ fn manager_kills(rng: &mut Rng, scale: &Scale, faults: &mut Vec<Timed>) {
     let span = scale.active * 8 / 10;
     let slot = span / n;
     for i in 0..n {
-        let at = scale.active / 10 + i * slot + rng.range(0, slot / 2);
+        let at = scale.active / 10 + i * slot + rng.between(0, slot / 2);
         // Every other kill, starting with the second, waits for a gate opening.
         let after_gate_opening = (i % 2 == 1 && (i / 2) < scale.kills_during_gate_opening as u64)
             || (n == 1 && scale.kills_during_gate_opening > 0);
@@ -221,7 +221,7 @@ fn manager_kills(rng: &mut Rng, scale: &Scale, faults: &mut Vec<Timed>) {
             action: Action::KillManager { after_gate_opening },
         });
         faults.push(Timed {
-            at: at + rng.range(1_000, 4_000),
+            at: at + rng.between(1_000, 4_000),
             action: Action::StartManager,
         });
     }
@@ -233,8 +233,8 @@ fn outages(rng: &mut Rng, scale: &Scale, workers: usize, faults: &mut Vec<Timed>
     let n = scale.outages.max(1) as u64;
     let span = scale.active * 8 / 10;
     let slot = span / n;
-    let long = rng.range(0, n - 1);
-    let first_worker = rng.range(1, workers as u64);
+    let long = rng.between(0, n - 1);
+    let first_worker = rng.between(1, workers as u64);
     for i in 0..n {
         let max = scale
             .outage
@@ -245,10 +245,10 @@ fn outages(rng: &mut Rng, scale: &Scale, workers: usize, faults: &mut Vec<Timed>
             (scale.worker_lost_timeout + 4_000)
                 .clamp(scale.outage.0, max.max(scale.worker_lost_timeout + 2_000))
         } else {
-            rng.range(scale.outage.0, max)
+            rng.between(scale.outage.0, max)
         };
         let room = slot.saturating_sub(length);
-        let at = scale.active / 20 + i * slot + rng.range(0, room);
+        let at = scale.active / 20 + i * slot + rng.between(0, room);
         let worker = ((first_worker - 1 + i) % workers as u64 + 1) as usize;
         faults.push(Timed {
             at,

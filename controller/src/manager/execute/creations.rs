@@ -64,44 +64,14 @@ pub async fn run(ctx: &Context, wl: &Workload, clusters: &[String]) {
                 created.push(cluster.as_str());
             }
             Err(Taken) => {
-                tracing::warn!(workload = %name, %cluster, "the replica's name is taken by a Workload this manager did not create");
                 let message = format!(
                     "cannot create the replica on {cluster}: a Workload {ns}/{name} that this manager did not create (no {MULTIKUEUE_ORIGIN_LABEL}={origin} label) exists there; rename one of them"
                 );
-                publish(
-                    ctx,
-                    wl,
-                    EventType::Warning,
-                    "ReplicaCreationFailed",
-                    Some(cluster),
-                    message,
-                )
-                .await;
-                ctx.metrics
-                    .reconcile_errors
-                    .get_or_create(&ErrorLabel {
-                        reason: "replica name taken".into(),
-                    })
-                    .inc();
+                creation_failed(ctx, wl, cluster, message, "replica name taken").await;
             }
             Err(Failed(source)) => {
-                tracing::warn!(workload = %name, %cluster, error = %source, "cannot create replica");
                 let message = format!("cannot create the replica on {cluster}: {source}");
-                publish(
-                    ctx,
-                    wl,
-                    EventType::Warning,
-                    "ReplicaCreationFailed",
-                    Some(cluster),
-                    message,
-                )
-                .await;
-                ctx.metrics
-                    .reconcile_errors
-                    .get_or_create(&ErrorLabel {
-                        reason: "create replica".into(),
-                    })
-                    .inc();
+                creation_failed(ctx, wl, cluster, message, "create replica").await;
             }
         }
     }
@@ -112,4 +82,30 @@ pub async fn run(ctx: &Context, wl: &Workload, clusters: &[String]) {
     // No event: the MultiKueue check's message in the status says where the workload is
     // dispatched, and on a busy manager every event is an API write.
     tracing::debug!(workload = %name, clusters = %created.join(", "), "replicas created");
+}
+
+/// Logs, reports (a Warning on the manager Workload) and counts a replica not created.
+async fn creation_failed(
+    ctx: &Context,
+    wl: &Workload,
+    cluster: &str,
+    message: String,
+    reason: &str,
+) {
+    tracing::warn!(workload = %wl.name_any(), %cluster, "{message}");
+    publish(
+        ctx,
+        wl,
+        EventType::Warning,
+        "ReplicaCreationFailed",
+        Some(cluster),
+        message,
+    )
+    .await;
+    ctx.metrics
+        .reconcile_errors
+        .get_or_create(&ErrorLabel {
+            reason: reason.into(),
+        })
+        .inc();
 }
