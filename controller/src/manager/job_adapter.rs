@@ -54,6 +54,9 @@ pub struct JobPlan {
     pub delete_copies: Vec<CopyDeletion>,
     /// The manager Job's new status, when it changes.
     pub status: Option<JobStatus>,
+    /// Look again soon: the winner's cache of Job copies is still filling, and an empty
+    /// cache fills without an event.
+    pub look_again_soon: bool,
 }
 
 /// Whether the manager handles this Job: queued, for MultiKueue, and not being deleted.
@@ -101,6 +104,7 @@ pub fn decide(obs: &JobObservation<'_>) -> JobPlan {
         }
     }
 
+    plan.look_again_soon = winner.is_some() && !obs.winner_jobs_known;
     let copy_on_winner = winner.is_some_and(|w| obs.copies.contains_key(w));
     if let Some(w) = winner
         && !copy_on_winner

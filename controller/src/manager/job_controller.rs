@@ -74,12 +74,13 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Recon
         copies: &copies,
         winner_jobs_known,
     });
+    let look_again_soon = plan.look_again_soon;
     let action = execute(&ctx, &job, &workload_name, &copies, plan).await?;
-    // The winner's Job cache fills without an event when it is empty: look again soon.
-    if winner.is_some() && !winner_jobs_known {
-        return Ok(Action::requeue(WHILE_CACHE_FILLS));
-    }
-    Ok(action)
+    Ok(if look_again_soon {
+        Action::requeue(WHILE_CACHE_FILLS)
+    } else {
+        action
+    })
 }
 
 /// Whether the Workload is the one this Job owns (not one of an earlier Job of that name).

@@ -166,6 +166,11 @@ fn no_copy_on_a_winner_whose_replica_is_evicted_or_unknown() {
         None,
         "the winner's Jobs are not known yet"
     );
+    assert!(
+        decide(&unknown).look_again_soon,
+        "an empty cache fills without an event"
+    );
+    assert!(!decide(&observe(&queued, Some(&wl), Some(&held), &none)).look_again_soon);
     let not_admitted = workload(Some("w2"), &[condition::QUOTA_RESERVED]);
     assert_eq!(
         decide(&observe(&job(), Some(&not_admitted), Some(&held), &none)).create_copy,
