@@ -8,13 +8,13 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use baton::worker::core::cycle::{Outcome, schedule};
-use baton::worker::core::model::{
+use baton::admission::core::cycle::{Outcome, schedule};
+use baton::admission::core::model::{
     AdmittedInput, AdmittedModel, FlavorModel, GroupModel, LimitInput, PendingModel, PodSetModel,
     QueueModel, Snapshot, WorkloadModel,
 };
-use baton::worker::core::quota::Limits;
-use baton::worker::victims::VictimPolicy;
+use baton::admission::core::quota::Limits;
+use baton::admission::victims::VictimPolicy;
 use baton_crds::cluster_queue::{
     ClusterQueuePreemption, FlavorFungibility, QueueingStrategy, ReclaimWithinCohort,
     WithinClusterQueue,

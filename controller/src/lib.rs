@@ -1,5 +1,6 @@
 //! Baton's controllers: the MultiKueue manager and the worker shim, around a pure core.
 
+pub mod admission;
 pub mod cli;
 pub mod config;
 pub mod crds_cmd;

@@ -167,7 +167,7 @@ fn runs_are_deterministic_for_a_seed() {
 
 /// A 32-CPU worker: a priority-200 workload of 28 CPUs evicts a 14-CPU one, and in the same
 /// cycle an 18-CPU priority-100 workload is admitted beside the victim; when the victim is
-/// gone the preemptor evicts that one, and so on. Regression test: `worker::core::cycle` now
+/// gone the preemptor evicts that one, and so on. Regression test: `admission::core::cycle` now
 /// counts a preemption as done for the rest of the cycle it is decided in, as Kueue does.
 #[test]
 fn a_preemptor_is_not_overtaken_by_lower_priority_work_beside_its_victims() {

@@ -1,5 +1,5 @@
 //! The discrete-event simulation: virtual workers running the real admission cycle
-//! (`worker::core::cycle::schedule`, victim selection inside), a virtual manager running the
+//! (`admission::core::cycle::schedule`, victim selection inside), a virtual manager running the
 //! real ungating decision, and the delays between them, on a virtual clock.
 
 use super::events::{EventQueue, Millis};
@@ -9,9 +9,9 @@ use super::model::{DelayRange, Mode, RunConfig};
 use super::rng::Rng;
 use super::trace::Trace;
 use super::world::{Entry, State, Worker, instant, key};
+use crate::admission::core::cycle::{Draft, DraftOutcome, schedule_drafts};
+use crate::admission::core::model::Snapshot;
 use crate::manager::ungate::UngateDecision;
-use crate::worker::core::cycle::{Draft, DraftOutcome, schedule_drafts};
-use crate::worker::core::model::Snapshot;
 use baton_crds::workload::PreemptionCost;
 
 /// The worker's loop waits this long after a change for more changes to batch into one

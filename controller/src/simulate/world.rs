@@ -14,12 +14,12 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use super::events::Millis;
 use super::trace::{TraceWorkload, WorkerSpec};
-use crate::worker::core::model::{
+use crate::admission::core::model::{
     AdmittedModel, FlavorModel, GroupModel, PendingModel, PodSetModel, QueueModel, Snapshot,
     WorkloadModel,
 };
-use crate::worker::core::quota::{FrId, Limits};
-use crate::worker::victims::VictimPolicy;
+use crate::admission::core::quota::{FrId, Limits};
+use crate::admission::victims::VictimPolicy;
 
 const FLAVOR: &str = "default";
 const CPU: &str = "cpu";
@@ -203,7 +203,7 @@ impl Worker {
         }
     }
 
-    /// The snapshot and pending list the admission cycle reads, as `worker::build` makes
+    /// The snapshot and pending list the admission cycle reads, as `admission::build` makes
     /// them from the watch caches: admitted workloads (evicting ones included: they hold
     /// quota until gone) and active pending ones with their gate and in-flight victims.
     /// The snapshot takes the worker's admitted models; `restore` gives them back.

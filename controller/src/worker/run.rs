@@ -25,13 +25,13 @@ use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
 
-use super::build::{Objects, build, key_of};
-use super::core::cycle::{Decision, Outcome, schedule};
-use super::core::preempt::PreemptReason;
-use super::core::queues::{Capacity, QueueState};
 use super::jobs;
-use super::status;
-use super::writes::{Write, writes_for};
+use crate::admission::build::{Objects, build, key_of};
+use crate::admission::core::cycle::{Decision, Outcome, schedule};
+use crate::admission::core::preempt::PreemptReason;
+use crate::admission::core::queues::{Capacity, QueueState};
+use crate::admission::status;
+use crate::admission::writes::{Write, writes_for};
 use crate::config::Configuration;
 use crate::leader;
 use crate::metrics::{ClassLabel, ErrorLabel, Metrics, PendingLabel, QueueLabel};
@@ -536,7 +536,7 @@ fn publish(shell: &Shell, reference: ObjectReference, type_: EventType, why: &st
 fn report_class_problems(
     shell: &Shell,
     state: &mut LoopState,
-    problems: &[super::build::ClassProblem],
+    problems: &[crate::admission::build::ClassProblem],
     wpcs: &[Arc<WorkloadPriorityClass>],
     pcs: &[Arc<PriorityClass>],
 ) {
@@ -582,8 +582,8 @@ fn report_class_problems(
 fn update_gauges(
     shell: &Shell,
     state: &LoopState,
-    pending: &[super::core::model::PendingModel],
-    models: &[super::core::model::QueueModel],
+    pending: &[crate::admission::core::model::PendingModel],
+    models: &[crate::admission::core::model::QueueModel],
     workloads: &[Arc<Workload>],
 ) {
     let set_aside = state.queues.counts();

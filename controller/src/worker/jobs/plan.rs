@@ -29,8 +29,8 @@ use kube::ResourceExt;
 use kube::runtime::events::EventType;
 
 use super::view::{Binding, JobView};
+use crate::admission::status;
 use crate::jobs::{assigned_placements, inject, job_owner_reference, restore, workload_for_job};
-use crate::worker::status;
 
 /// One write the loop sends.
 #[derive(Clone, Debug, PartialEq)]

@@ -9,13 +9,13 @@ use baton_crds::cluster_queue::{
 use baton_crds::quantity::Resources;
 use chrono::{DateTime, TimeZone, Utc};
 
-use crate::worker::core::cycle::{Decision, schedule};
-use crate::worker::core::model::{
+use crate::admission::core::cycle::{Decision, schedule};
+use crate::admission::core::model::{
     AdmittedInput, AdmittedModel, FlavorModel, GroupModel, LimitInput, PendingModel, PodSetModel,
     QueueModel, Snapshot, WorkloadModel,
 };
-use crate::worker::core::quota::Limits;
-use crate::worker::victims::VictimPolicy;
+use crate::admission::core::quota::Limits;
+use crate::admission::victims::VictimPolicy;
 
 pub fn at(seconds: i64) -> DateTime<Utc> {
     Utc.timestamp_opt(1_700_000_000 + seconds, 0)

@@ -9,9 +9,9 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use kube::runtime::events::EventType;
 
 use super::*;
-use crate::worker::core::assign::Assignment;
-use crate::worker::core::cycle::VictimChoice;
-use crate::worker::status::tests::assignment;
+use crate::admission::core::assign::Assignment;
+use crate::admission::core::cycle::VictimChoice;
+use crate::admission::status::tests::assignment;
 
 fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap()

@@ -1,7 +1,7 @@
 use std::collections::BTreeSet;
 
 use super::world::{World, workload};
-use crate::worker::core::queues::{Capacity, QueueState};
+use crate::admission::core::queues::{Capacity, QueueState};
 
 #[test]
 fn a_set_aside_workload_returns_when_its_fingerprint_changes() {

@@ -7,9 +7,9 @@ use k8s_openapi::api::core::v1::{Taint, Toleration};
 use baton_crds::workload::PreemptionCost;
 
 use super::world::{World, decision, workload};
-use crate::worker::core::cycle::{Outcome, VictimChoice};
-use crate::worker::core::model::QueueProblem;
-use crate::worker::core::preempt::PreemptReason;
+use crate::admission::core::cycle::{Outcome, VictimChoice};
+use crate::admission::core::model::QueueProblem;
+use crate::admission::core::preempt::PreemptReason;
 
 fn victims(outcome: &Outcome) -> Vec<(String, PreemptReason)> {
     match outcome {
@@ -21,7 +21,7 @@ fn victims(outcome: &Outcome) -> Vec<(String, PreemptReason)> {
     }
 }
 
-fn flavor_of(d: &crate::worker::core::cycle::Decision) -> String {
+fn flavor_of(d: &crate::admission::core::cycle::Decision) -> String {
     d.assignment
         .as_ref()
         .and_then(|a| a.pod_sets[0].flavors.get("cpu").cloned())
