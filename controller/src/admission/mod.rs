@@ -7,7 +7,9 @@
 //! on the manager before it is dispatched.
 
 pub mod build;
+pub mod checks;
 pub mod core;
+pub mod scheduler;
 pub mod status;
 pub mod victims;
 pub mod writes;

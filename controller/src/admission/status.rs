@@ -14,6 +14,7 @@ use baton_crds::workload::{
 };
 use chrono::{DateTime, Utc};
 
+use super::checks;
 use super::core::assign::Assignment;
 use super::core::preempt::PreemptReason;
 
@@ -50,11 +51,13 @@ fn is_true(status: &WorkloadStatus, type_: &str) -> bool {
     find_condition(&status.conditions, type_).is_some_and(|c| c.status == "True")
 }
 
-/// Quota reserved with this assignment.
+/// Quota reserved with this assignment; `checks` are the admission checks of the queue that
+/// apply to it: `Admitted` follows once every one is `Ready` (at once when there are none).
 pub fn admitted(
     workload: &Workload,
     queue: &str,
     assignment: &Assignment,
+    checks: &[String],
     now: DateTime<Utc>,
 ) -> Option<WorkloadStatus> {
     with_status(workload, now, |s, now| {
@@ -91,14 +94,8 @@ pub fn admitted(
             &message,
             now,
         );
-        changed |= set(
-            s,
-            condition::ADMITTED,
-            ConditionStatus::True,
-            reason::ADMITTED,
-            "The workload is admitted",
-            now,
-        );
+        changed |= checks::add_missing(s, checks, now);
+        changed |= checks::sync_admitted(s, now);
         changed |= clear_cost(s);
         for type_ in [condition::EVICTED, condition::PREEMPTED] {
             if is_true(s, type_) {
@@ -234,12 +231,14 @@ pub fn evicted(
     workload: &Workload,
     preemptor: &str,
     why: PreemptReason,
+    holding: Holding,
     now: DateTime<Utc>,
 ) -> Option<WorkloadStatus> {
     let mut copy = workload.clone();
     close_all_gates(&mut copy, now);
     let base = copy.clone();
-    let holds_quota_while_stopping = crate::jobs::controlling_job(workload).is_some();
+    let holds_quota_while_stopping =
+        holding == Holding::UntilJobStops && crate::jobs::controlling_job(workload).is_some();
     with_status(&base, now, |s, now| {
         let message = format!(
             "Preempted to accommodate workload {preemptor} due to {}",
@@ -275,22 +274,91 @@ pub fn evicted(
             }
             return changed;
         }
-        changed |= release(s, now);
+        changed |= release(s, &PREEMPTED_RELEASE, now);
         changed
     })
     .or_else(|| (copy.status != workload.status).then(|| copy.status.clone().unwrap_or_default()))
 }
 
-/// Quota given back: admission removed, `QuotaReserved=False`, `Admitted=False`, and back
+/// How long an evicted workload keeps its quota.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Holding {
+    /// A Job's workload holds it until the Job is suspended and its pods are gone (a worker,
+    /// where the pods run).
+    #[default]
+    UntilJobStops,
+    /// Given back at once (the manager: the pods run on a worker, and the replica's removal
+    /// is the worker's business).
+    Never,
+}
+
+/// Why quota is given back: the reasons and messages of the conditions a release sets.
+struct Release<'a> {
+    message: &'a str,
+    requeued_reason: &'a str,
+    requeued_message: &'a str,
+}
+
+const PREEMPTED_RELEASE: Release<'static> = Release {
+    message: "Evicted: preempted",
+    requeued_reason: reason::PREEMPTED,
+    requeued_message: "Back in its queue after preemption",
+};
+
+/// An admission check set to `Retry` or `Rejected` (on the manager: the workload was evicted
+/// or lost on its worker): evicted with reason `AdmissionCheck`, quota given back, checks
+/// back to `Pending`, back in its queue.
+pub fn evicted_by_check(
+    workload: &Workload,
+    check: &str,
+    check_message: &str,
+    now: DateTime<Utc>,
+) -> Option<WorkloadStatus> {
+    with_status(workload, now, |s, now| {
+        let message = if check_message.is_empty() {
+            format!("At least one admission check is false: {check}")
+        } else {
+            format!("Admission check {check}: {check_message}")
+        };
+        let mut changed = set(
+            s,
+            condition::EVICTED,
+            ConditionStatus::True,
+            "AdmissionCheck",
+            &message,
+            now,
+        );
+        let text = format!("Evicted: {message}");
+        changed |= release(
+            s,
+            &Release {
+                message: &text,
+                requeued_reason: "AdmissionCheck",
+                requeued_message: "Back in its queue after an admission check asked for a retry",
+            },
+            now,
+        );
+        changed
+    })
+}
+
+/// Quota given back: admission removed, `QuotaReserved=False`, `Admitted=False`, admission
+/// checks back to `Pending`, no cluster (a MultiKueue workload is dispatched afresh), and back
 /// in its queue (`Requeued=True`). Returns whether anything changed.
-fn release(s: &mut WorkloadStatus, now: DateTime<Utc>) -> bool {
+fn release(s: &mut WorkloadStatus, why: &Release<'_>, now: DateTime<Utc>) -> bool {
     let mut changed = s.admission.take().is_some();
+    changed |= s.cluster_name.take().is_some();
+    if !s.nominated_cluster_names.is_empty() {
+        s.nominated_cluster_names.clear();
+        changed = true;
+    }
+    changed |= checks::reset(s, now);
     changed |= set(
         s,
         condition::QUOTA_RESERVED,
         ConditionStatus::False,
         reason::PENDING,
-        "Evicted: preempted",
+        why.message,
         now,
     );
     changed |= set(
@@ -298,15 +366,15 @@ fn release(s: &mut WorkloadStatus, now: DateTime<Utc>) -> bool {
         condition::ADMITTED,
         ConditionStatus::False,
         reason::PENDING,
-        "Evicted: preempted",
+        why.message,
         now,
     );
     changed |= set(
         s,
         condition::REQUEUED,
         ConditionStatus::True,
-        reason::PREEMPTED,
-        "Back in its queue after preemption",
+        why.requeued_reason,
+        why.requeued_message,
         now,
     );
     changed
@@ -315,7 +383,7 @@ fn release(s: &mut WorkloadStatus, now: DateTime<Utc>) -> bool {
 /// An evicted Job's workload whose Job is suspended and has no pods left: its quota is
 /// released (as [`evicted`] does at once for a plain workload).
 pub fn released(workload: &Workload, now: DateTime<Utc>) -> Option<WorkloadStatus> {
-    with_status(workload, now, release)
+    with_status(workload, now, |s, now| release(s, &PREEMPTED_RELEASE, now))
 }
 
 /// The Job finished (`Complete` or `Failed`): `Finished=True` with the reason `Succeeded`

@@ -13,9 +13,20 @@ use baton_crds::workload::{GateState, WorkloadStatus};
 use chrono::{DateTime, Utc};
 use kube::runtime::events::EventType;
 
+use super::checks;
 use super::core::cycle::{Decision, Outcome};
 use super::core::preempt::PreemptReason;
-use super::status;
+use super::status::{self, Holding};
+
+/// What the writes of one decision depend on besides the decision itself.
+#[derive(Clone, Debug, Default)]
+pub struct Rules {
+    /// The admission checks of the workload's ClusterQueue that apply to its assignment:
+    /// `Admitted` waits for them.
+    pub checks: Vec<String>,
+    /// How long victims keep their quota.
+    pub holding: Holding,
+}
 
 /// One status write, and the event published once it lands.
 #[derive(Clone, Debug)]
@@ -29,6 +40,7 @@ pub struct Write {
 /// victims; `earlier_reasons` holds why each earlier victim was chosen (preemptor, victim),
 /// so a retried eviction keeps its reason. Writes that would change nothing are left out.
 pub fn writes_for(
+    rules: &Rules,
     decision: &Decision,
     workload: &Arc<Workload>,
     queue: &str,
@@ -62,7 +74,7 @@ pub fn writes_for(
                 .unwrap_or(0);
             push(
                 wl,
-                status::admitted(wl, queue, assignment, now),
+                status::admitted(wl, queue, assignment, &rules.checks, now),
                 Some((
                     EventType::Normal,
                     "QuotaReserved",
@@ -107,7 +119,7 @@ pub fn writes_for(
                 );
                 push(
                     v,
-                    status::evicted(v, &decision.key, victim.reason, now),
+                    status::evicted(v, &decision.key, victim.reason, rules.holding, now),
                     Some((EventType::Normal, "Preempted", message)),
                 );
             }
@@ -139,7 +151,11 @@ pub fn writes_for(
                     .get(&(decision.key.clone(), key.clone()))
                     .copied()
                     .unwrap_or(PreemptReason::InClusterQueue);
-                push(v, status::evicted(v, &decision.key, why, now), None);
+                push(
+                    v,
+                    status::evicted(v, &decision.key, why, rules.holding, now),
+                    None,
+                );
             }
             let message = format!(
                 "Waiting for {} preempted workload(s) to release their quota",
@@ -160,6 +176,56 @@ pub fn writes_for(
                 status::pending(wl, reason::PENDING, message, now),
                 event,
             );
+        }
+    }
+    writes
+}
+
+/// The writes that keep workloads in line with their admission checks, whatever the cycle
+/// decided: a check set to `Retry` or `Rejected` evicts a workload that holds quota, and
+/// `Admitted` follows the reservation and the checks (a check another controller set `Ready`
+/// admits the workload). Finished and evicted workloads are left alone: a Job's evicted
+/// workload may still hold its quota while it stops.
+pub fn upkeep_writes(workloads: &[Arc<Workload>], now: DateTime<Utc>) -> Vec<Write> {
+    let mut writes = Vec::new();
+    for wl in workloads {
+        let Some(current) = wl.status.as_ref() else {
+            continue;
+        };
+        if is_condition_true(&current.conditions, condition::FINISHED)
+            || is_condition_true(&current.conditions, condition::EVICTED)
+        {
+            continue;
+        }
+        if checks::has_reservation(current)
+            && let Some(check) = checks::failing(current)
+        {
+            if let Some(status) = status::evicted_by_check(wl, &check.name, &check.message, now) {
+                let message = format!(
+                    "Evicted: admission check {} is {:?}{}",
+                    check.name,
+                    check.state,
+                    if check.message.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", check.message)
+                    }
+                );
+                writes.push(Write {
+                    workload: wl.clone(),
+                    status,
+                    event: Some((EventType::Normal, "EvictedDueToAdmissionCheck", message)),
+                });
+            }
+            continue;
+        }
+        let mut status = current.clone();
+        if checks::sync_admitted(&mut status, now) {
+            writes.push(Write {
+                workload: wl.clone(),
+                status,
+                event: None,
+            });
         }
     }
     writes

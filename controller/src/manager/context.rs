@@ -76,6 +76,8 @@ pub struct Context {
     /// the Workloads could come before that cache does, and the Job would read stale state.
     pub job_wakeups:
         tokio::sync::mpsc::UnboundedSender<ObjectRef<k8s_openapi::api::batch::v1::Job>>,
+    /// Wakes the admission loop (manager-side quota): a Workload changed.
+    pub admission_wake: tokio::sync::mpsc::UnboundedSender<()>,
 }
 
 impl Context {

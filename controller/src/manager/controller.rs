@@ -25,6 +25,7 @@ pub async fn reconcile(wl: Arc<Workload>, ctx: Arc<Context>) -> Result<Action, R
     ctx.stores.synced().await;
     let started = Instant::now();
     wake_owning_job(&wl, &ctx);
+    let _ = ctx.admission_wake.send(());
     let wl = ctx.newest_workload(&wl);
     let result = reconcile_inner(&wl, &ctx).await;
     ctx.queues_changed.notify_one();

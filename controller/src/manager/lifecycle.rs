@@ -18,6 +18,7 @@ use super::dispatch::dispatch;
 use super::replica::{REDISPATCH_ANNOTATION, in_sync, redispatch_stamp};
 use super::routing::Route;
 use super::ungate::{self, UngateDecision};
+use crate::admission::checks;
 use crate::config::DispatcherConfig;
 
 /// The finalizer that keeps a manager Workload until its replicas are gone.
@@ -27,13 +28,9 @@ pub const FINALIZER: &str = "kueue.x-k8s.io/baton-multikueue";
 /// copies itself, after mirroring the final status).
 pub const FINISHED_REASON: &str = "the workload finished";
 
-/// Conditions copied from the winning replica to the manager's Workload.
-const MIRRORED_CONDITIONS: &[&str] = &[
-    condition::QUOTA_RESERVED,
-    condition::ADMITTED,
-    condition::POD_READY,
-    condition::FINISHED,
-];
+/// Conditions copied from the winning replica to the manager's Workload. Its quota
+/// reservation and `Admitted` are the manager's own (manager-side quota).
+const MIRRORED_CONDITIONS: &[&str] = &[condition::POD_READY, condition::FINISHED];
 
 /// The settings the plan depends on.
 #[derive(Clone, Debug)]
@@ -203,6 +200,25 @@ pub fn plan(obs: &Observation<'_>, config: &LifecycleConfig) -> Plan {
         return plan;
     }
 
+    // Manager-side quota (as Kueue): only a workload holding a reservation in the manager's
+    // ClusterQueue has replicas. One evicted on the manager (preempted there, or after its
+    // check asked for a retry) loses them everywhere.
+    if !checks::has_reservation(&old_status) {
+        let reason = find_condition(conditions, condition::EVICTED)
+            .filter(|c| c.status == "True")
+            .map(|c| format!("evicted on the manager: {}", c.message))
+            .unwrap_or_else(|| "the workload holds no quota reservation on the manager".into());
+        plan.delete_all_except(obs.replicas, None, &reason);
+        return plan;
+    }
+    // A check asked for a retry: the admission loop evicts the workload next, and its
+    // replicas go (as they would once it holds no reservation); nothing is dispatched.
+    if let Some(check) = checks::failing(&old_status) {
+        let reason = format!("admission check {} asked for a retry", check.name);
+        plan.delete_all_except(obs.replicas, None, &reason);
+        return plan;
+    }
+
     match old_status.cluster_name.clone() {
         Some(winner) => follow_winner(obs, route, config, &winner, &mut status, &mut plan),
         None => {
@@ -309,6 +325,7 @@ fn declare_winner(
         format!("admitted on worker cluster {winner}"),
         obs.now,
     );
+    checks::sync_admitted(status, obs.now);
     let earlier = plan.delete.len();
     plan.delete_all_except(obs.replicas, Some(winner), &format!("admitted on {winner}"));
     let losers: Vec<&str> = plan.delete[earlier..]
@@ -400,7 +417,9 @@ fn follow_winner(
     }
 }
 
-/// Back to dispatch on every cluster: forget the winner; the next pass re-creates replicas.
+/// Back to dispatch, the Kueue way: forget the winner and set the MultiKueue check to
+/// `Retry`; the admission loop then evicts the workload on the manager (its quota goes back,
+/// it is queued again) and, once it reserves again, the lifecycle dispatches it afresh.
 fn redispatch(
     obs: &Observation<'_>,
     route: &Route,
@@ -410,28 +429,7 @@ fn redispatch(
     plan: &mut Plan,
 ) {
     status.cluster_name = None;
-    status.admission = None;
     let now = obs.now;
-    set_condition(
-        &mut status.conditions,
-        NewCondition::new(
-            condition::QUOTA_RESERVED,
-            ConditionStatus::False,
-            "Pending",
-            reason.clone(),
-        ),
-        now,
-    );
-    set_condition(
-        &mut status.conditions,
-        NewCondition::new(
-            condition::ADMITTED,
-            ConditionStatus::False,
-            "Pending",
-            reason.clone(),
-        ),
-        now,
-    );
     set_condition(
         &mut status.conditions,
         NewCondition::new(
@@ -449,6 +447,7 @@ fn redispatch(
         format!("re-dispatching: {reason}"),
         now,
     );
+    checks::sync_admitted(status, now);
     plan.event(
         EventType::Warning,
         "Redispatched",
@@ -617,12 +616,11 @@ fn unreachable_view(cluster: &ClusterView) -> Option<ungate::ReplicaView> {
     }
 }
 
-/// Copies the winner's admission and admission-related conditions.
+/// Copies the winner's pod readiness and finish.
 fn mirror(replica: &Workload, status: &mut WorkloadStatus) {
     let Some(replica_status) = replica.status.as_ref() else {
         return;
     };
-    status.admission = replica_status.admission.clone();
     for type_ in MIRRORED_CONDITIONS {
         if let Some(c) = find_condition(&replica_status.conditions, type_) {
             match status.conditions.iter_mut().find(|m| m.type_ == *type_) {

@@ -1,6 +1,7 @@
 //! The MultiKueue manager: pure decisions (this module's children) and the thin controllers
 //! that read watch caches, call them and write the results.
 
+pub mod admission_loop;
 pub mod context;
 pub mod controller;
 pub mod dispatch;

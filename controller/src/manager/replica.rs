@@ -17,10 +17,12 @@ use kube::ResourceExt;
 /// deleted and re-created until the clocks met.
 pub const REDISPATCH_ANNOTATION: &str = "baton.dev/redispatched-at";
 
-/// The manager's latest re-dispatch of a workload, as [`REDISPATCH_ANNOTATION`] records it.
+/// The manager's latest re-dispatch of a workload, as [`REDISPATCH_ANNOTATION`] records it:
+/// when it went back to its queue (`Requeued=True`, whether it left its worker or was
+/// evicted on the manager): every dispatch after that is a new one.
 pub fn redispatch_stamp(status: &WorkloadStatus) -> Option<String> {
     find_condition(&status.conditions, condition::REQUEUED)
-        .filter(|c| c.status == "True" && c.reason == "Redispatched")
+        .filter(|c| c.status == "True")
         .map(|c| {
             to_chrono(&c.last_transition_time).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
         })

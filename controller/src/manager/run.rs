@@ -19,6 +19,7 @@ use kube::{Client, ResourceExt};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
+use super::admission_loop;
 use super::context::{Context, error_policy};
 use super::controller::reconcile;
 use super::execute::deletions::delete_job_copy;
@@ -66,12 +67,17 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
     // Only spec changes tick: the manager writes these objects' status itself. A tick
     // re-examines every workload and recomputes the queues' status (even with no workloads).
     let queues_changed = Arc::new(tokio::sync::Notify::new());
+    // The admission loop (manager-side quota) wakes on Workload changes (from the
+    // reconciler), queue changes and check activity changes.
+    let (admission_tx, admission_rx) = mpsc::unbounded_channel::<()>();
     let (routing_tx, mut routing_rx) = mpsc::unbounded_channel::<()>();
     {
         let (all_tx, queues_changed) = (all_tx.clone(), queues_changed.clone());
+        let admission_tx = admission_tx.clone();
         tokio::spawn(async move {
             while routing_rx.recv().await.is_some() {
                 let _ = all_tx.send(());
+                let _ = admission_tx.send(());
                 queues_changed.notify_one();
             }
         });
@@ -142,11 +148,21 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
         future_gates: Mutex::new(HashMap::new()),
         queues_changed: queues_changed.clone(),
         job_wakeups: jobs_tx,
+        admission_wake: admission_tx.clone(),
     });
     tokio::spawn(keep_queue_status(
         client.clone(),
         stores.clone(),
         queues_changed,
+        admission_tx.clone(),
+    ));
+    tokio::spawn(admission_loop::run(
+        client.clone(),
+        stores.clone(),
+        context.recorder.clone(),
+        metrics.clone(),
+        admission_tx,
+        admission_rx,
     ));
 
     {

@@ -1,88 +1,27 @@
-//! `baton worker`: watch caches, one scheduling loop, and the writes its decisions call for.
-//!
-//! The loop wakes on any cache change (or a periodic resync), waits a short batch window so a
-//! burst of changes makes one cycle, builds a snapshot, runs the pure core and writes the
-//! results. Writes carry the object's resourceVersion; a conflict is counted and retried on
-//! the next cycle. Until the cache shows a written object, the response of the write stands
-//! in for it (so a cycle never admits the same workload twice or forgets quota it reserved).
+//! `baton worker`: leader election, watch caches, the admission loop
+//! ([`crate::admission::scheduler`]) over every ClusterQueue of the cluster, and the Job loop.
+//! The loop wakes on any cache change (or a periodic resync) and waits a short batch window
+//! so a burst of changes makes one cycle.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use baton_crds::conditions::is_condition_true;
-use baton_crds::constants::condition;
-use baton_crds::workload::WorkloadStatus;
-use baton_crds::{ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass};
-use chrono::Utc;
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::scheduling::v1::PriorityClass;
-use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::reflector::Store;
-use kube::{Client, Resource, ResourceExt};
+use kube::Client;
+use kube::api::Api;
+use kube::runtime::events::{Recorder, Reporter};
 use tokio::sync::mpsc;
 
 use super::jobs;
-use crate::admission::build::{Objects, build, key_of};
-use crate::admission::core::cycle::{Decision, Outcome, schedule};
-use crate::admission::core::preempt::PreemptReason;
-use crate::admission::core::queues::{Capacity, QueueState};
-use crate::admission::status;
-use crate::admission::writes::{Write, writes_for};
+use crate::admission::scheduler::{
+    BATCH_WINDOW, Caches, LoopState, RESYNC, Role, Scope, Shell, cycle,
+};
+use crate::admission::status::Holding;
 use crate::config::Configuration;
 use crate::leader;
-use crate::metrics::{ClassLabel, ErrorLabel, Metrics, PendingLabel, QueueLabel};
-use crate::queue_status::{self, Attribution, Inactive, QueueInputs, queue_statuses};
 use crate::shutdown::Shutdown;
-use crate::watch::{cache, synced};
+use crate::watch::cache;
 
-/// How long the loop waits after a change for more changes to batch into one cycle.
-const BATCH_WINDOW: Duration = Duration::from_millis(5);
-/// A full re-evaluation this often, so time-based rules (toleration expiry) take effect.
-const RESYNC: Duration = Duration::from_secs(10);
-/// How long after a failed write (other than a conflict) the loop tries again.
-const RETRY_AFTER_ERROR: Duration = Duration::from_secs(2);
-/// Writes in flight at once.
-const WRITE_CONCURRENCY: usize = 16;
 /// How long a stop waits for the Job loop to finish its pass.
 const JOB_LOOP_STOP: Duration = Duration::from_secs(5);
-
-struct Caches {
-    workloads: Store<Workload>,
-    cluster_queues: Store<ClusterQueue>,
-    local_queues: Store<LocalQueue>,
-    flavors: Store<ResourceFlavor>,
-    workload_classes: Store<WorkloadPriorityClass>,
-    pod_classes: Store<PriorityClass>,
-    budgets: Store<PodDisruptionBudget>,
-    namespaces: Store<Namespace>,
-}
-
-/// What the loop remembers between cycles.
-#[derive(Default)]
-struct LoopState {
-    queues: QueueState,
-    capacity: Option<Capacity>,
-    /// Preemptor key → victims it chose (delayed preemption).
-    in_flight: HashMap<String, Vec<String>>,
-    /// Why each victim in flight was chosen, by (preemptor, victim): a retried eviction
-    /// gives the same reason.
-    reasons: HashMap<(String, String), PreemptReason>,
-    /// key → (resourceVersion the write replaced, the written object).
-    overlay: HashMap<String, (Option<String>, Arc<Workload>)>,
-    reported_class_problems: HashSet<String>,
-}
-
-struct Shell {
-    client: Client,
-    recorder: Recorder,
-    metrics: Arc<Metrics>,
-    caches: Caches,
-    wake: mpsc::UnboundedSender<()>,
-}
 
 /// Runs the worker shim until the process is stopped.
 pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyhow::Result<()> {
@@ -113,19 +52,10 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
         ),
         workload_classes: cache(Api::all(client.clone()), wake.clone()),
         pod_classes: cache(Api::all(client.clone()), wake.clone()),
-        budgets: cache(Api::all(client.clone()), wake.clone()),
+        budgets: Some(cache(Api::all(client.clone()), wake.clone())),
         namespaces: cache(Api::all(client.clone()), wake.clone()),
     };
-    futures::join!(
-        synced(&caches.workloads),
-        synced(&caches.cluster_queues),
-        synced(&caches.local_queues),
-        synced(&caches.flavors),
-        synced(&caches.workload_classes),
-        synced(&caches.pod_classes),
-        synced(&caches.budgets),
-        synced(&caches.namespaces),
-    );
+    caches.synced().await;
     ready.set_ready();
     tracing::info!("caches synced; scheduling");
     // Independent of the scheduling loop: it only shares caches, and waits for its own.
@@ -154,6 +84,10 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
         metrics,
         caches,
         wake,
+        role: Role {
+            scope: Box::new(|| Scope::Everything),
+            holding: Holding::UntilJobStops,
+        },
     };
     let mut state = LoopState::default();
     let mut resync = tokio::time::interval(RESYNC);
@@ -164,7 +98,7 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
     loop {
         tokio::select! {
             woke = woken.recv() => if woke.is_none() { break },
-            _ = resync.tick() => state.capacity = None,
+            _ = resync.tick() => state.resync(),
             _ = &mut stop => break,
             _ = leader::lost(&mut leadership) => {
                 job_loop.abort();
@@ -198,421 +132,4 @@ fn tee(a: mpsc::UnboundedSender<()>, b: mpsc::UnboundedSender<()>) -> mpsc::Unbo
         }
     });
     tx
-}
-
-/// The cache's workloads, with our recent writes standing in for objects the cache has not
-/// caught up with.
-fn merged_workloads(shell: &Shell, state: &mut LoopState) -> Vec<Arc<Workload>> {
-    let mut out = shell.caches.workloads.state();
-    let mut keep = HashSet::new();
-    for wl in &mut out {
-        let key = key_of(wl);
-        if let Some((replaced, written)) = state.overlay.get(&key)
-            && *replaced == wl.resource_version()
-        {
-            *wl = written.clone();
-            keep.insert(key);
-        }
-    }
-    state.overlay.retain(|k, _| keep.contains(k));
-    out
-}
-
-async fn cycle(shell: &Shell, state: &mut LoopState) {
-    let started = Instant::now();
-    let now = Utc::now();
-    let workloads = merged_workloads(shell, state);
-    let c = &shell.caches;
-    let (cqs, lqs, rfs, wpcs, pcs, pdbs, nss) = (
-        c.cluster_queues.state(),
-        c.local_queues.state(),
-        c.flavors.state(),
-        c.workload_classes.state(),
-        c.pod_classes.state(),
-        c.budgets.state(),
-        c.namespaces.state(),
-    );
-    let objects = Objects {
-        workloads: &workloads,
-        cluster_queues: &cqs,
-        local_queues: &lqs,
-        flavors: &rfs,
-        workload_classes: &wpcs,
-        pod_classes: &pcs,
-        budgets: &pdbs,
-        namespaces: &nss,
-    };
-    let built = build(&objects, &state.in_flight);
-    report_class_problems(shell, state, &built.class_problems, &wpcs, &pcs);
-
-    // Set-aside workloads come back when their queue's capacity grows compared with what
-    // the last cycle saw after its own admissions (an admission whose write failed frees
-    // its quota again). A resync counts as growth everywhere.
-    let capacity = Capacity::of(&built.snapshot);
-    match &state.capacity {
-        Some(previous) => {
-            state.queues.requeue(&capacity.grown_since(previous));
-        }
-        None => {
-            state.queues.retain(|_| false);
-        }
-    }
-    state.queues.retain(|k| built.fingerprints.contains_key(k));
-    // Preemptors no longer pending (admitted, deleted, finished) need no memory of victims.
-    // One deleted before it reserved quota evicted its victims for nothing (a MultiKueue
-    // replica whose workload ran elsewhere): the victims whose eviction landed (or that are
-    // gone since) are counted; an eviction that never landed cost nothing.
-    let present: HashSet<String> = workloads.iter().map(|w| key_of(w)).collect();
-    let evicted: HashSet<String> = workloads
-        .iter()
-        .filter(|w| {
-            w.status
-                .as_ref()
-                .is_some_and(|s| is_condition_true(&s.conditions, condition::EVICTED))
-        })
-        .map(|w| key_of(w))
-        .collect();
-    let metrics = &shell.metrics;
-    state.in_flight.retain(|k, victims| {
-        if !present.contains(k) {
-            let wasted = victims
-                .iter()
-                .filter(|v| evicted.contains(*v) || !present.contains(*v))
-                .count();
-            metrics.worker_wasted_preemptions.inc_by(wasted as u64);
-        }
-        built.fingerprints.contains_key(k)
-    });
-    state
-        .reasons
-        .retain(|(preemptor, _), _| built.fingerprints.contains_key(preemptor));
-    let active: Vec<_> = built
-        .pending
-        .iter()
-        .filter(|p| {
-            let fp = built
-                .fingerprints
-                .get(&p.workload.key)
-                .map(String::as_str)
-                .unwrap_or("");
-            state.queues.is_active(&p.workload.key, fp)
-        })
-        .cloned()
-        .collect();
-    let models = built.snapshot.queues.clone();
-    let mut snapshot = built.snapshot;
-    let decisions = schedule(&mut snapshot, &active, now);
-    state.capacity = Some(Capacity::of(&snapshot));
-    shell
-        .metrics
-        .scheduling_cycle_duration
-        .observe(started.elapsed().as_secs_f64());
-
-    let by_key: HashMap<String, Arc<Workload>> =
-        workloads.iter().map(|w| (key_of(w), w.clone())).collect();
-    let queue_of: HashMap<&str, &str> = built
-        .pending
-        .iter()
-        .map(|p| (p.workload.key.as_str(), models[p.queue].name.as_str()))
-        .collect();
-    let mut writes = Vec::new();
-    tracing::debug!(
-        pending = built.pending.len(),
-        active = active.len(),
-        decisions = decisions.len(),
-        "scheduling cycle"
-    );
-    for decision in &decisions {
-        tracing::debug!(workload = %decision.key, outcome = ?decision.outcome, set_aside = decision.set_aside, "decision");
-        let Some(wl) = by_key.get(&decision.key) else {
-            continue;
-        };
-        let queue = queue_of.get(decision.key.as_str()).copied().unwrap_or("");
-        writes.extend(plan_writes(shell, state, decision, wl, queue, &by_key, now));
-        if decision.set_aside {
-            let fp = built
-                .fingerprints
-                .get(&decision.key)
-                .map(String::as_str)
-                .unwrap_or("");
-            state.queues.set_aside(&decision.key, queue, fp);
-        } else {
-            state.queues.activate(&decision.key);
-        }
-    }
-    for problem in &built.problems {
-        let Some(wl) = by_key.get(&problem.key) else {
-            continue;
-        };
-        if let Some(status) = status::pending(wl, problem.reason, &problem.message, now) {
-            writes.push(Write {
-                workload: wl.clone(),
-                status,
-                event: Some((EventType::Warning, "Inadmissible", problem.message.clone())),
-            });
-        }
-    }
-    execute(shell, state, writes).await;
-
-    let activity = models
-        .iter()
-        .map(|m| {
-            let inactive = m.inactive.as_ref().map(|problem| Inactive {
-                reason: problem.reason.into(),
-                message: format!("Can't admit new workloads: {}", problem.message),
-            });
-            (m.name.clone(), inactive)
-        })
-        .collect();
-    let statuses = queue_statuses(
-        &QueueInputs {
-            workloads: &merged_workloads(shell, state),
-            cluster_queues: &cqs,
-            local_queues: &lqs,
-            activity: &activity,
-            attribution: Attribution::Admission,
-        },
-        now,
-    );
-    queue_status::write(&shell.client, statuses).await;
-    update_gauges(shell, state, &built.pending, &models, &workloads);
-}
-
-/// Updates the loop's memory of preemptors and their victims, counts the decision, and adds
-/// its writes.
-fn plan_writes(
-    shell: &Shell,
-    state: &mut LoopState,
-    decision: &Decision,
-    wl: &Arc<Workload>,
-    queue: &str,
-    by_key: &HashMap<String, Arc<Workload>>,
-    now: chrono::DateTime<Utc>,
-) -> Vec<Write> {
-    match &decision.outcome {
-        Outcome::Admit => {
-            state.in_flight.remove(&decision.key);
-            state
-                .reasons
-                .retain(|(preemptor, _), _| *preemptor != decision.key);
-            if decision.assignment.is_some() {
-                shell
-                    .metrics
-                    .quota_reservations
-                    .get_or_create(&QueueLabel {
-                        cluster_queue: queue.to_string(),
-                    })
-                    .inc();
-            }
-        }
-        Outcome::Preempt { victims, .. } => {
-            state.in_flight.insert(
-                decision.key.clone(),
-                victims.iter().map(|v| v.key.clone()).collect(),
-            );
-            state
-                .reasons
-                .retain(|(preemptor, _), _| *preemptor != decision.key);
-            for victim in victims {
-                state
-                    .reasons
-                    .insert((decision.key.clone(), victim.key.clone()), victim.reason);
-                if by_key.contains_key(&victim.key) {
-                    shell
-                        .metrics
-                        .preemptions
-                        .get_or_create(&ErrorLabel {
-                            reason: victim.reason.as_str().to_string(),
-                        })
-                        .inc();
-                }
-            }
-        }
-        Outcome::Gated { .. } | Outcome::Waiting { .. } | Outcome::Pending { .. } => {}
-    }
-    writes_for(decision, wl, queue, by_key, &state.reasons, now)
-}
-
-async fn execute(shell: &Shell, state: &mut LoopState, writes: Vec<Write>) {
-    let results: Vec<(String, Option<String>, Result<Workload, kube::Error>)> =
-        futures::stream::iter(writes.into_iter().map(|w| async move {
-            let key = key_of(&w.workload);
-            let replaced = w.workload.resource_version();
-            let result = write_status(&shell.client, &w.workload, &w.status).await;
-            if result.is_ok()
-                && let Some((type_, why, note)) = w.event
-            {
-                publish(shell, w.workload.object_ref(&()), type_, why, note);
-            }
-            (key, replaced, result)
-        }))
-        .buffer_unordered(WRITE_CONCURRENCY)
-        .collect()
-        .await;
-    for (key, replaced, result) in results {
-        match result {
-            Ok(written) => {
-                state.overlay.insert(key, (replaced, Arc::new(written)));
-            }
-            Err(kube::Error::Api(e)) if e.code == 409 => {
-                shell.metrics.status_write_conflicts.inc();
-                tracing::debug!(workload = %key, "status write conflict; retrying next cycle");
-                let _ = shell.wake.send(());
-            }
-            // Deleted meanwhile: its deletion wakes the loop anyway.
-            Err(kube::Error::Api(e)) if e.code == 404 => {
-                tracing::debug!(workload = %key, "workload deleted before its status was written");
-            }
-            Err(e) => {
-                tracing::warn!(workload = %key, error = %e, "cannot write workload status; retrying in {}s", RETRY_AFTER_ERROR.as_secs());
-                shell
-                    .metrics
-                    .reconcile_errors
-                    .get_or_create(&ErrorLabel {
-                        reason: "StatusWrite".into(),
-                    })
-                    .inc();
-                // Not at once: a forbidden or failing API would be hammered.
-                let wake = shell.wake.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(RETRY_AFTER_ERROR).await;
-                    let _ = wake.send(());
-                });
-            }
-        }
-    }
-}
-
-/// A merge patch of the whole status, guarded by the resourceVersion it was computed from.
-pub(crate) async fn write_status(
-    client: &Client,
-    wl: &Workload,
-    status: &WorkloadStatus,
-) -> Result<Workload, kube::Error> {
-    let api: Api<Workload> = Api::namespaced(client.clone(), &wl.namespace().unwrap_or_default());
-    let mut value = serde_json::to_value(status).map_err(kube::Error::SerdeError)?;
-    if status.admission.is_none()
-        && let Some(map) = value.as_object_mut()
-    {
-        // Merge patch: an absent key keeps the stored admission; null removes it.
-        map.insert("admission".into(), serde_json::Value::Null);
-    }
-    if status.preemption_cost.is_none()
-        && let Some(map) = value.as_object_mut()
-    {
-        // Likewise the preemption cost of a workload no longer gated.
-        map.insert("preemptionCost".into(), serde_json::Value::Null);
-    }
-    let patch = serde_json::json!({
-        "metadata": {"resourceVersion": wl.resource_version()},
-        "status": value,
-    });
-    api.patch_status(
-        &wl.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
-}
-
-/// Publishes an event in the background: events never hold up a decision.
-fn publish(shell: &Shell, reference: ObjectReference, type_: EventType, why: &str, note: String) {
-    let recorder = shell.recorder.clone();
-    let event = Event {
-        type_,
-        reason: why.to_string(),
-        note: Some(note),
-        action: why.to_string(),
-        secondary: None,
-    };
-    tokio::spawn(async move {
-        if let Err(e) = recorder.publish(&event, &reference).await {
-            tracing::debug!(error = %e, "cannot publish event");
-        }
-    });
-}
-
-/// Malformed toleration annotations: a Warning event on the class and a metric, once each.
-fn report_class_problems(
-    shell: &Shell,
-    state: &mut LoopState,
-    problems: &[crate::admission::build::ClassProblem],
-    wpcs: &[Arc<WorkloadPriorityClass>],
-    pcs: &[Arc<PriorityClass>],
-) {
-    for p in problems {
-        let id = format!(
-            "{}/{}/{}/{}",
-            p.kind, p.name, p.problem.annotation, p.problem.message
-        );
-        if !state.reported_class_problems.insert(id) {
-            continue;
-        }
-        shell
-            .metrics
-            .class_annotation_errors
-            .get_or_create(&ClassLabel {
-                kind: p.kind.to_string(),
-                name: p.name.clone(),
-            })
-            .inc();
-        tracing::warn!(kind = p.kind, name = %p.name, annotation = %p.problem.annotation, "{}", p.problem.message);
-        let reference = match p.kind {
-            "WorkloadPriorityClass" => wpcs
-                .iter()
-                .find(|c| c.name_any() == p.name)
-                .map(|c| c.object_ref(&())),
-            _ => pcs
-                .iter()
-                .find(|c| c.name_any() == p.name)
-                .map(|c| c.object_ref(&())),
-        };
-        if let Some(reference) = reference {
-            publish(
-                shell,
-                reference,
-                EventType::Warning,
-                "InvalidAnnotation",
-                p.problem.message.clone(),
-            );
-        }
-    }
-}
-
-fn update_gauges(
-    shell: &Shell,
-    state: &LoopState,
-    pending: &[crate::admission::core::model::PendingModel],
-    models: &[crate::admission::core::model::QueueModel],
-    workloads: &[Arc<Workload>],
-) {
-    let set_aside = state.queues.counts();
-    let mut total: HashMap<&str, i64> = HashMap::new();
-    for p in pending {
-        *total.entry(models[p.queue].name.as_str()).or_default() += 1;
-    }
-    for m in models {
-        let all = total.get(m.name.as_str()).copied().unwrap_or(0);
-        let aside = set_aside.get(&m.name).copied().unwrap_or(0) as i64;
-        for (status, value) in [("active", (all - aside).max(0)), ("inadmissible", aside)] {
-            shell
-                .metrics
-                .pending_workloads
-                .get_or_create(&PendingLabel {
-                    cluster_queue: m.name.clone(),
-                    status: status.into(),
-                })
-                .set(value);
-        }
-    }
-    let gated = workloads
-        .iter()
-        .filter(|w| {
-            w.status.as_ref().is_some_and(|s| {
-                s.admission.is_none()
-                    && is_condition_true(&s.conditions, condition::QUOTA_RESERVATION_BLOCKED)
-            })
-        })
-        .count();
-    shell.metrics.preemption_gated.set(gated as i64);
 }

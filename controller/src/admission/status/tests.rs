@@ -103,7 +103,7 @@ fn gated_keeps_its_transition_time_while_true() {
 fn admission_writes_the_assignment_and_clears_the_block() {
     let w = gated_workload();
     let w = status_of(&w, gated(&w, "needs 1 victim", cost(1), t0()));
-    let w = status_of(&w, admitted(&w, "cq", &assignment(), t0()));
+    let w = status_of(&w, admitted(&w, "cq", &assignment(), &[], t0()));
     let status = w.status.as_ref().unwrap();
     let admission = status.admission.as_ref().unwrap();
     assert_eq!(admission.cluster_queue, "cq");
@@ -118,19 +118,25 @@ fn admission_writes_the_assignment_and_clears_the_block() {
         cond(&w, condition::QUOTA_RESERVATION_BLOCKED).status,
         "False"
     );
-    assert!(admitted(&w, "cq", &assignment(), t0()).is_none());
+    assert!(admitted(&w, "cq", &assignment(), &[], t0()).is_none());
 }
 
 #[test]
 fn eviction_releases_quota_and_closes_every_gate() {
     let mut w = gated_workload();
-    w = status_of(&w, admitted(&w, "cq", &assignment(), t0()));
+    w = status_of(&w, admitted(&w, "cq", &assignment(), &[], t0()));
     if let Some(s) = w.status.as_mut() {
         set_gate_state(s, MULTIKUEUE_GATE, GateState::Open, t0());
     }
     let w = status_of(
         &w,
-        evicted(&w, "ns/boss", PreemptReason::InCohortReclamation, t0()),
+        evicted(
+            &w,
+            "ns/boss",
+            PreemptReason::InCohortReclamation,
+            Holding::UntilJobStops,
+            t0(),
+        ),
     );
     assert!(w.status.as_ref().unwrap().admission.is_none());
     assert_eq!(gate_state(&w, MULTIKUEUE_GATE), Some(GateState::Closed));
@@ -143,7 +149,7 @@ fn eviction_releases_quota_and_closes_every_gate() {
     assert_eq!(cond(&w, condition::PREEMPTED).reason, "InCohortReclamation");
     assert_eq!(cond(&w, condition::QUOTA_RESERVED).status, "False");
     // Re-admission marks the old eviction as over.
-    let w = status_of(&w, admitted(&w, "cq", &assignment(), t0()));
+    let w = status_of(&w, admitted(&w, "cq", &assignment(), &[], t0()));
     assert_eq!(cond(&w, condition::EVICTED).status, "False");
 }
 
@@ -175,7 +181,7 @@ fn admitted_job_workload() -> Workload {
             block_owner_deletion: Some(true),
         },
     ]);
-    status_of(&w, admitted(&w, "cq", &assignment(), t0()))
+    status_of(&w, admitted(&w, "cq", &assignment(), &[], t0()))
 }
 
 #[test]
@@ -184,7 +190,13 @@ fn a_jobs_workload_keeps_its_quota_when_evicted_until_released() {
     let later = t0() + Duration::seconds(5);
     let w = status_of(
         &w,
-        evicted(&w, "ns/boss", PreemptReason::InClusterQueue, later),
+        evicted(
+            &w,
+            "ns/boss",
+            PreemptReason::InClusterQueue,
+            Holding::UntilJobStops,
+            later,
+        ),
     );
     assert!(
         w.status.as_ref().unwrap().admission.is_some(),
@@ -196,7 +208,16 @@ fn a_jobs_workload_keeps_its_quota_when_evicted_until_released() {
     assert_eq!(cond(&w, condition::ADMITTED).status, "False");
     assert!(find_condition(&w.status.as_ref().unwrap().conditions, condition::REQUEUED).is_none());
     // The retried eviction of a preemptor still waiting changes nothing.
-    assert!(evicted(&w, "ns/boss", PreemptReason::InClusterQueue, later).is_none());
+    assert!(
+        evicted(
+            &w,
+            "ns/boss",
+            PreemptReason::InClusterQueue,
+            Holding::UntilJobStops,
+            later
+        )
+        .is_none()
+    );
 
     let w = status_of(&w, released(&w, later));
     assert!(w.status.as_ref().unwrap().admission.is_none());
@@ -240,7 +261,7 @@ fn gated_writes_the_cost_with_the_signal_and_updates_it() {
 fn the_cost_goes_when_no_longer_gated() {
     let w = gated_workload();
     let w = status_of(&w, gated(&w, "needs 1 victim", cost(1), t0()));
-    let admitted_w = status_of(&w, admitted(&w, "cq", &assignment(), t0()));
+    let admitted_w = status_of(&w, admitted(&w, "cq", &assignment(), &[], t0()));
     assert_eq!(cost_of(&admitted_w), None);
     let pending_w = status_of(&w, pending(&w, reason::PENDING, "no victims", t0()));
     assert_eq!(cost_of(&pending_w), None);
@@ -254,4 +275,76 @@ fn the_cost_goes_when_no_longer_gated() {
         json["preemptionCost"],
         serde_json::json!({"victims": 1, "highestPriority": 10, "pods": 2})
     );
+}
+
+#[test]
+fn on_the_manager_a_jobs_workload_gives_its_quota_back_at_once() {
+    let mut w = admitted_job_workload();
+    w.status.as_mut().unwrap().cluster_name = Some("worker-1".into());
+    let later = t0() + Duration::seconds(5);
+    let w = status_of(
+        &w,
+        evicted(
+            &w,
+            "ns/boss",
+            PreemptReason::InClusterQueue,
+            Holding::Never,
+            later,
+        ),
+    );
+    let status = w.status.as_ref().unwrap();
+    assert!(status.admission.is_none());
+    assert_eq!(status.cluster_name, None, "dispatched afresh next time");
+    assert_eq!(cond(&w, condition::QUOTA_RESERVED).status, "False");
+    assert_eq!(cond(&w, condition::EVICTED).reason, "Preempted");
+    assert_eq!(cond(&w, condition::REQUEUED).status, "True");
+}
+
+#[test]
+fn a_reservation_waits_for_the_queues_checks_before_admitting() {
+    let w = gated_workload();
+    let w = status_of(
+        &w,
+        admitted(&w, "cq", &assignment(), &["multikueue".into()], t0()),
+    );
+    assert_eq!(cond(&w, condition::QUOTA_RESERVED).status, "True");
+    assert_eq!(cond(&w, condition::ADMITTED).status, "False");
+    assert_eq!(cond(&w, condition::ADMITTED).reason, "UnsatisfiedChecks");
+    let checks = &w.status.as_ref().unwrap().admission_checks;
+    assert_eq!(checks.len(), 1);
+    assert_eq!(checks[0].state, baton_crds::workload::CheckState::Pending);
+}
+
+#[test]
+fn a_check_asking_for_a_retry_evicts_and_requeues() {
+    let w = gated_workload();
+    let mut w = status_of(
+        &w,
+        admitted(&w, "cq", &assignment(), &["multikueue".into()], t0()),
+    );
+    {
+        let status = w.status.as_mut().unwrap();
+        status.cluster_name = Some("worker-1".into());
+        status.admission_checks[0].state = baton_crds::workload::CheckState::Retry;
+    }
+    let later = t0() + Duration::seconds(5);
+    let w = status_of(
+        &w,
+        evicted_by_check(&w, "multikueue", "evicted on worker-1", later),
+    );
+    let status = w.status.as_ref().unwrap();
+    assert!(status.admission.is_none() && status.cluster_name.is_none());
+    assert_eq!(
+        status.admission_checks[0].state,
+        baton_crds::workload::CheckState::Pending
+    );
+    assert_eq!(cond(&w, condition::EVICTED).reason, "AdmissionCheck");
+    assert!(
+        cond(&w, condition::EVICTED)
+            .message
+            .contains("evicted on worker-1")
+    );
+    assert_eq!(cond(&w, condition::QUOTA_RESERVED).status, "False");
+    assert_eq!(cond(&w, condition::REQUEUED).reason, "AdmissionCheck");
+    assert!(evicted_by_check(&w, "multikueue", "evicted on worker-1", later).is_none());
 }

@@ -62,6 +62,7 @@ fn event(write: &Write) -> Option<(&'static str, &str)> {
 fn an_admission_reserves_quota_and_says_how_long_it_waited() {
     let high = workload("high");
     let writes = writes_for(
+        &Rules::default(),
         &decision(Outcome::Admit, Some(assignment())),
         &high,
         "cq",
@@ -85,6 +86,7 @@ fn an_admission_reserves_quota_and_says_how_long_it_waited() {
 #[test]
 fn an_admission_without_an_assignment_writes_nothing() {
     let writes = writes_for(
+        &Rules::default(),
         &decision(Outcome::Admit, None),
         &workload("high"),
         "cq",
@@ -110,7 +112,15 @@ fn a_gated_workload_names_its_closed_gate_and_tells_once() {
         },
         None,
     );
-    let first = writes_for(&gated, &high, "cq", &no_victims(), &HashMap::new(), t0());
+    let first = writes_for(
+        &Rules::default(),
+        &gated,
+        &high,
+        "cq",
+        &no_victims(),
+        &HashMap::new(),
+        t0(),
+    );
     let (why, note) = event(&first[0]).expect("an event when it starts waiting");
     assert_eq!(why, reason::PREEMPTION_GATED);
     // The cost travels in the same write as the signal.
@@ -130,6 +140,7 @@ fn a_gated_workload_names_its_closed_gate_and_tells_once() {
     );
     let waiting = after(&high, &first[0]);
     let again = writes_for(
+        &Rules::default(),
         &decision(
             Outcome::Gated {
                 victims: 1,
@@ -187,7 +198,15 @@ fn a_preemption_evicts_each_victim_with_its_reason_and_tells_both_sides() {
         },
         Some(assignment()),
     );
-    let writes = writes_for(&preempt, &high, "cq", &by_key, &HashMap::new(), t0());
+    let writes = writes_for(
+        &Rules::default(),
+        &preempt,
+        &high,
+        "cq",
+        &by_key,
+        &HashMap::new(),
+        t0(),
+    );
     let targets: Vec<String> = writes
         .iter()
         .map(|w| w.workload.metadata.name.clone().unwrap())
@@ -226,6 +245,7 @@ fn waiting_retries_evictions_with_their_first_reason_and_no_new_events() {
         PreemptReason::InCohortReclaimWhileBorrowing,
     )]);
     let writes = writes_for(
+        &Rules::default(),
         &decision(
             Outcome::Waiting {
                 victims: vec!["ns/low-1".into()],
@@ -263,6 +283,7 @@ fn a_pending_workload_is_told_only_when_the_reason_changes() {
         )
     };
     let first = writes_for(
+        &Rules::default(),
         &pending("no quota"),
         &high,
         "cq",
@@ -273,6 +294,7 @@ fn a_pending_workload_is_told_only_when_the_reason_changes() {
     assert_eq!(event(&first[0]), Some(("Pending", "no quota")));
     let waiting = after(&high, &first[0]);
     let same = writes_for(
+        &Rules::default(),
         &pending("no quota"),
         &waiting,
         "cq",
@@ -282,6 +304,7 @@ fn a_pending_workload_is_told_only_when_the_reason_changes() {
     );
     assert!(same.is_empty(), "nothing changed: no write, no event");
     let other = writes_for(
+        &Rules::default(),
         &pending("still no quota"),
         &waiting,
         "cq",
@@ -299,6 +322,7 @@ fn waiting_leaves_a_victim_whose_eviction_landed_alone() {
     let high = workload("high");
     let stopping = workload("low-1");
     let first = writes_for(
+        &Rules::default(),
         &decision(
             Outcome::Preempt {
                 victims: vec![VictimChoice {
@@ -317,6 +341,7 @@ fn waiting_leaves_a_victim_whose_eviction_landed_alone() {
     );
     let stopping = after(&stopping, &first[0]);
     let writes = writes_for(
+        &Rules::default(),
         &decision(
             Outcome::Waiting {
                 victims: vec!["ns/low-1".into()],
@@ -335,4 +360,63 @@ fn waiting_leaves_a_victim_whose_eviction_landed_alone() {
             .all(|w| w.workload.metadata.name.as_deref() == Some("high")),
         "no write to the stopping victim: {writes:?}"
     );
+}
+
+/// `w` holding quota in `cq` with one check in `state`.
+fn reserved_with_check(state: baton_crds::workload::CheckState) -> Arc<Workload> {
+    let w = workload("mw");
+    let status =
+        crate::admission::status::admitted(&w, "cq", &assignment(), &["mk".into()], t0()).unwrap();
+    let mut next = w.as_ref().clone();
+    next.status = Some(status);
+    next.status.as_mut().unwrap().admission_checks[0].state = state;
+    Arc::new(next)
+}
+
+#[test]
+fn upkeep_evicts_a_workload_whose_check_asks_for_a_retry() {
+    let w = reserved_with_check(baton_crds::workload::CheckState::Retry);
+    let writes = upkeep_writes(std::slice::from_ref(&w), t0());
+    assert_eq!(writes.len(), 1);
+    assert_eq!(writes[0].status.admission, None);
+    assert_eq!(
+        event(&writes[0]).map(|(why, _)| why),
+        Some("EvictedDueToAdmissionCheck")
+    );
+    // Once evicted it is left alone.
+    let w = after(&w, &writes[0]);
+    assert!(upkeep_writes(&[w], t0()).is_empty());
+}
+
+#[test]
+fn upkeep_admits_once_every_check_is_ready_and_only_once() {
+    let pending = reserved_with_check(baton_crds::workload::CheckState::Pending);
+    assert!(upkeep_writes(std::slice::from_ref(&pending), t0()).is_empty());
+    let ready = reserved_with_check(baton_crds::workload::CheckState::Ready);
+    let writes = upkeep_writes(std::slice::from_ref(&ready), t0());
+    assert_eq!(writes.len(), 1);
+    assert!(is_condition_true(
+        &writes[0].status.conditions,
+        condition::ADMITTED
+    ));
+    assert!(writes[0].event.is_none());
+    assert!(upkeep_writes(&[after(&ready, &writes[0])], t0()).is_empty());
+}
+
+#[test]
+fn upkeep_leaves_finished_and_unstatused_workloads_alone() {
+    let mut finished = reserved_with_check(baton_crds::workload::CheckState::Retry)
+        .as_ref()
+        .clone();
+    baton_crds::conditions::set_condition(
+        &mut finished.status.as_mut().unwrap().conditions,
+        baton_crds::conditions::NewCondition::new(
+            condition::FINISHED,
+            baton_crds::conditions::ConditionStatus::True,
+            "Succeeded",
+            "",
+        ),
+        t0(),
+    );
+    assert!(upkeep_writes(&[Arc::new(finished), workload("fresh")], t0()).is_empty());
 }

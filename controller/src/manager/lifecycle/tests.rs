@@ -52,6 +52,27 @@ fn manager() -> Workload {
     );
     wl.metadata.namespace = Some("default".into());
     wl.metadata.finalizers = Some(vec![FINALIZER.into()]);
+    reserved(wl)
+}
+
+/// Quota reserved in the manager's ClusterQueue (manager-side quota): only then is a
+/// workload dispatched.
+fn reserved(mut wl: Workload) -> Workload {
+    let status = wl.status.get_or_insert_with(Default::default);
+    status.admission = Some(Admission {
+        cluster_queue: "manager-cq".into(),
+        pod_set_assignments: vec![],
+    });
+    set_condition(
+        &mut status.conditions,
+        NewCondition::new(
+            condition::QUOTA_RESERVED,
+            ConditionStatus::True,
+            "QuotaReserved",
+            "",
+        ),
+        t(0),
+    );
     wl
 }
 
@@ -284,13 +305,15 @@ fn the_earliest_admitted_replica_wins_and_the_others_are_deleted() {
     assert!(status.nominated_cluster_names.is_empty());
     assert_eq!(
         status.admission.as_ref().map(|a| a.cluster_queue.as_str()),
-        Some("worker-cq")
+        Some("manager-cq"),
+        "the reservation stays the manager's"
     );
     assert!(is_true(&status.conditions, condition::ADMITTED));
     assert_eq!(
         find_condition(&status.conditions, condition::ADMITTED)
             .map(|c| to_chrono(&c.last_transition_time)),
-        Some(t(20))
+        Some(t(40)),
+        "the manager's own Admitted: when its check turned Ready"
     );
     assert_eq!(check_state(&wl), Some(CheckState::Ready));
 }
@@ -355,16 +378,61 @@ fn an_evicted_winner_sends_the_workload_back_to_dispatch() {
     let wl = with_status(wl, &plan);
     let status = wl.status.as_ref().expect("status");
     assert_eq!(status.cluster_name, None);
-    assert_eq!(status.admission, None);
     assert!(!is_true(&status.conditions, condition::ADMITTED));
     assert_eq!(check_state(&wl), Some(CheckState::Retry));
-    // The next pass dispatches to every cluster again.
+    // Until the admission loop evicts it on the manager, nothing is dispatched.
     let plan = run(&wl, &active(&["w1", "w2", "w3"]), &BTreeMap::new(), 61);
+    assert!(plan.create.is_empty() && plan.status.is_none());
+    // Evicted on the manager: its quota goes back, and so does every replica.
+    let wl = evicted_on_manager(wl, 62);
+    let replicas = BTreeMap::from([("w1".to_string(), replica(0))]);
+    let plan = run(&wl, &active(&["w1", "w2", "w3"]), &replicas, 63);
+    assert_eq!(deleted(&plan), vec!["w1"]);
+    assert!(plan.create.is_empty());
+    // Reserved again: dispatched to every cluster afresh.
+    let wl = reserved(wl);
+    let plan = run(&wl, &active(&["w1", "w2", "w3"]), &BTreeMap::new(), 64);
     assert_eq!(plan.create, vec!["w1", "w2", "w3"]);
     assert_eq!(
         check_state(&with_status(wl, &plan)),
         Some(CheckState::Pending)
     );
+}
+
+/// What the admission loop writes when a check asks for a retry.
+fn evicted_on_manager(mut wl: Workload, at: i64) -> Workload {
+    let check = crate::admission::checks::failing(wl.status.as_ref().expect("status"))
+        .expect("a failing check")
+        .clone();
+    wl.status = crate::admission::status::evicted_by_check(&wl, &check.name, &check.message, t(at));
+    wl
+}
+
+#[test]
+fn a_workload_without_a_manager_reservation_has_no_replicas() {
+    let mut wl = manager();
+    wl.status = None;
+    let plan = run(&wl, &active(&["w1", "w2", "w3"]), &BTreeMap::new(), 10);
+    assert!(plan.create.is_empty() && plan.status.is_none() && plan.open_gate.is_none());
+    // Preempted on the manager while dispatched: its replicas go everywhere, named so.
+    let mut wl = won_on_w2();
+    let status = wl.status.as_mut().expect("status");
+    status.admission = None;
+    set_condition(
+        &mut status.conditions,
+        NewCondition::new(
+            condition::EVICTED,
+            ConditionStatus::True,
+            "Preempted",
+            "Preempted to accommodate workload default/boss",
+        ),
+        t(30),
+    );
+    let replicas = BTreeMap::from([("w2".to_string(), admitted(replica(0), 20))]);
+    let plan = run(&wl, &active(&["w1", "w2", "w3"]), &replicas, 31);
+    assert_eq!(deleted(&plan), vec!["w2"]);
+    assert!(plan.delete[0].reason.contains("evicted on the manager"));
+    assert!(plan.create.is_empty() && plan.status.is_none());
 }
 
 #[test]
@@ -400,6 +468,8 @@ fn a_lost_worker_keeps_its_workload_until_the_timeout() {
         ("w2".to_string(), admitted(replica(0), 20)),
         ("w1".to_string(), after),
     ]);
+    // (Evicted on the manager after the retry, then reserved again.)
+    let wl = reserved(evicted_on_manager(wl, 1001));
     let plan = run(&wl, &active(&["w1", "w2", "w3"]), &replicas, 1002);
     assert_eq!(deleted(&plan), vec!["w2"]);
     assert_eq!(plan.admitted_on, None);

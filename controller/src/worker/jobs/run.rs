@@ -328,7 +328,7 @@ async fn send(client: &Client, write: &JobWrite) -> Result<(), kube::Error> {
             .map(drop)
         }
         JobWrite::WorkloadStatus { workload, status } => {
-            crate::worker::run::write_status(client, workload, status)
+            crate::admission::scheduler::write_status(client, workload, status)
                 .await
                 .map(drop)
         }

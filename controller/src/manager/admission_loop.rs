@@ -1,0 +1,91 @@
+//! Manager-side quota (DESIGN.md §3, as Kueue): the admission loop the workers run
+//! ([`crate::admission::scheduler`]) runs on the manager too, over the ClusterQueues that
+//! carry a MultiKueue AdmissionCheck. A workload reserves quota there first; only then does
+//! the lifecycle dispatch it. Other ClusterQueues on the manager cluster are not Baton's.
+//!
+//! It shares the reconciler's caches of Workloads and queues and adds the ones admission
+//! reads besides (flavors, priority classes, namespaces). Disruption budgets are not read:
+//! no pods run on the manager, and a manager eviction removes replicas, not pods.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use kube::Client;
+use kube::api::Api;
+use kube::runtime::events::Recorder;
+use tokio::sync::mpsc;
+
+use super::queues::{QueueObjects, check_activity, queue_activity};
+use super::stores::ManagerStores;
+use crate::admission::scheduler::{
+    BATCH_WINDOW, Caches, LoopState, RESYNC, Role, Scope, Shell, cycle,
+};
+use crate::admission::status::Holding;
+use crate::metrics::Metrics;
+use crate::watch::cache;
+
+/// The ClusterQueues the manager governs: those naming a MultiKueue check, each inactive
+/// while its check is.
+pub fn manager_scope(stores: &ManagerStores) -> Scope {
+    let (checks, configs, clusters, cluster_queues) = (
+        stores.admission_checks.state(),
+        stores.configs.state(),
+        stores.clusters.state(),
+        stores.cluster_queues.state(),
+    );
+    let activity = check_activity(&QueueObjects {
+        checks: &checks,
+        configs: &configs,
+        clusters: &clusters,
+        cluster_queues: &cluster_queues,
+    });
+    Scope::Only(queue_activity(&cluster_queues, &activity))
+}
+
+/// Runs the manager's admission loop until the process stops. `woken` ticks when a Workload,
+/// a queue or a check's activity changed; `wake` is its sender (a failed write retries
+/// through it).
+pub async fn run(
+    client: Client,
+    stores: ManagerStores,
+    recorder: Recorder,
+    metrics: Arc<Metrics>,
+    wake: mpsc::UnboundedSender<()>,
+    mut woken: mpsc::UnboundedReceiver<()>,
+) {
+    let caches = Caches {
+        workloads: stores.workloads.clone(),
+        cluster_queues: stores.cluster_queues.clone(),
+        local_queues: stores.local_queues.clone(),
+        flavors: cache(Api::all(client.clone()), wake.clone()),
+        workload_classes: cache(Api::all(client.clone()), wake.clone()),
+        pod_classes: cache::<PriorityClass>(Api::all(client.clone()), wake.clone()),
+        budgets: None,
+        namespaces: cache::<Namespace>(Api::all(client.clone()), wake.clone()),
+    };
+    futures::join!(caches.synced(), stores.synced());
+    let scope_stores = stores.clone();
+    let shell = Shell {
+        client,
+        recorder,
+        metrics,
+        caches,
+        wake,
+        role: Role {
+            scope: Box::new(move || manager_scope(&scope_stores)),
+            holding: Holding::Never,
+        },
+    };
+    let mut state = LoopState::default();
+    let mut resync = tokio::time::interval(RESYNC);
+    loop {
+        tokio::select! {
+            woke = woken.recv() => if woke.is_none() { break },
+            _ = resync.tick() => state.resync(),
+        }
+        tokio::time::sleep(BATCH_WINDOW).await;
+        while woken.try_recv().is_ok() {}
+        cycle(&shell, &mut state).await;
+    }
+}
