@@ -307,6 +307,8 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 /// `rate`: submissions per second, or `None` for all at once (32 in flight).
 async fn run(count: usize, mode: Worker, rate: Option<u32>, cost: CostMode) -> anyhow::Result<()> {
     let mut env = Env::start(3).await?;
+    // The manager reserves quota first: sized so that it never holds the pipeline back.
+    env.size_manager_queue(100_000).await?;
     let workers = cost_on(&env, cost);
     let manager = env.start_manager("singleClusterPreemptionTimeout: 5m\ngcInterval: 0s\nworkerClient: {qps: 5000, burst: 5000}\n")?;
     let signalled: Times = Arc::default();

@@ -498,6 +498,21 @@ impl Env {
         .await
     }
 
+    /// Sets the manager ClusterQueue's CPU quota (it reserves quota before dispatching,
+    /// DESIGN.md §3): a benchmark of many workloads sizes it so the workers are the limit.
+    pub async fn size_manager_queue(&self, cpus: u32) -> anyhow::Result<()> {
+        let api: Api<baton_crds::ClusterQueue> = Api::all(self.manager_client());
+        let patch = json!({"spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": self.name("default-flavor"), "resources": [{"name": "cpu", "nominalQuota": cpus}]}]}]}});
+        api.patch(
+            &self.cluster_queue(),
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await?;
+        Ok(())
+    }
+
     /// Deletes a manager Workload.
     pub async fn delete(&self, name: &str) -> anyhow::Result<()> {
         self.manager_workloads()

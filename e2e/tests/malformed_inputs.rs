@@ -188,7 +188,6 @@ async fn manager_bugs_found_by_the_campaign_stay_fixed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue 13: the manager reserves no quota of its own yet"]
 async fn the_managers_quota_reports_what_cannot_fit() {
     let Some((env, manager, worker)) = manager_environment().await else {
         return;

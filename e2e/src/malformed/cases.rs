@@ -20,11 +20,6 @@ pub fn owned(inner: Expect) -> Expect {
     Expect::Owned(Box::new(inner))
 }
 
-/// The check holds on the replica on worker-1.
-pub fn on_worker(inner: Expect) -> Expect {
-    Expect::On(1, Box::new(inner))
-}
-
 /// A queued, suspended Job of one 1-CPU pod on `queue`; `extra` is merged in.
 pub fn job(namespace: &str, name: &str, queue: &str, extra: Value) -> Value {
     let mut doc = json!({

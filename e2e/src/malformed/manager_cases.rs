@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::cases::{KUEUE, job, on_worker, owned, repeat};
+use super::cases::{KUEUE, job, owned, repeat};
 use super::{Case, Expect, condition, event, kubeconfig, workload};
 use crate::multikueue::Env;
 
@@ -156,44 +156,8 @@ pub fn manager_cases(env: &Env) -> Vec<Case> {
                 &[&format!("LocalQueue {ns}/no-such-queue not found")],
             ),
         ),
-        Case::new(
-            "manager workload above every quota",
-            m,
-            wl("impossible", "1000", json!({})),
-            on_worker(condition(
-                "QuotaReserved",
-                "False",
-                &["insufficient quota for cpu", "1000 > 20"],
-            )),
-        ),
-        Case::new(
-            "manager workload of a missing class",
-            m,
-            wl(
-                "no-class",
-                "1",
-                json!({"spec": {"priority": null,
-                "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "missing-class"}}}),
-            ),
-            on_worker(condition(
-                "QuotaReserved",
-                "False",
-                &["WorkloadPriorityClass", "missing-class"],
-            )),
-        ),
-        Case::new(
-            "manager workload with a negative request",
-            m,
-            wl("negative-cpu", "-1", json!({})),
-            on_worker(condition(
-                "QuotaReserved",
-                "False",
-                &[
-                    "containers[c].resources.requests.cpu",
-                    "must be greater than or equal to 0",
-                ],
-            )),
-        ),
+        // Workloads that can never fit, name a missing class or a negative request: the
+        // manager's own quota reports them (`manager_quota_cases`), never dispatched.
         Case::new(
             "manager workload carrying the manager's own gate",
             m,
@@ -371,6 +335,19 @@ pub fn manager_quota_cases(env: &Env) -> Vec<Case> {
                 "QuotaReserved",
                 "False",
                 &["WorkloadPriorityClass", "missing-class"],
+            ),
+        ),
+        Case::new(
+            "manager workload with a negative request",
+            m,
+            wl("negative-cpu", "-1", json!({})),
+            condition(
+                "QuotaReserved",
+                "False",
+                &[
+                    "containers[c].resources.requests.cpu",
+                    "must be greater than or equal to 0",
+                ],
             ),
         ),
     ]
