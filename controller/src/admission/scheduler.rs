@@ -295,7 +295,7 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
     }
     let written: HashSet<String> = writes.iter().map(|w| key_of(&w.workload)).collect();
     writes.extend(
-        upkeep_writes(&workloads, now)
+        upkeep_writes(&workloads, shell.role.holding, now)
             .into_iter()
             .filter(|w| !written.contains(&key_of(&w.workload))),
     );

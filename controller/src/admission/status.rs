@@ -295,15 +295,65 @@ pub enum Holding {
 /// Why quota is given back: the reasons and messages of the conditions a release sets.
 struct Release<'a> {
     message: &'a str,
+    /// Back in its queue (`Requeued=True`), or not (deactivated).
+    requeued: bool,
     requeued_reason: &'a str,
     requeued_message: &'a str,
 }
 
 const PREEMPTED_RELEASE: Release<'static> = Release {
     message: "Evicted: preempted",
+    requeued: true,
     requeued_reason: reason::PREEMPTED,
     requeued_message: "Back in its queue after preemption",
 };
+
+const DEACTIVATED_RELEASE: Release<'static> = Release {
+    message: "Evicted: the workload is deactivated",
+    requeued: false,
+    requeued_reason: DEACTIVATED,
+    requeued_message: "Not queued while spec.active is false",
+};
+
+/// Kueue's eviction reason for a workload whose `spec.active` was set to false.
+pub const DEACTIVATED: &str = "Deactivated";
+
+/// `spec.active` set to false while it holds quota: evicted with reason `Deactivated` and not
+/// queued again until it is reactivated. Like a preemption, a Job's workload on a worker
+/// keeps its quota until its pods are gone.
+pub fn deactivated(
+    workload: &Workload,
+    holding: Holding,
+    now: DateTime<Utc>,
+) -> Option<WorkloadStatus> {
+    let holds_quota_while_stopping =
+        holding == Holding::UntilJobStops && crate::jobs::controlling_job(workload).is_some();
+    with_status(workload, now, |s, now| {
+        let mut changed = set(
+            s,
+            condition::EVICTED,
+            ConditionStatus::True,
+            DEACTIVATED,
+            "The workload is deactivated (spec.active is false)",
+            now,
+        );
+        if holds_quota_while_stopping {
+            if is_true(s, condition::ADMITTED) {
+                changed |= set(
+                    s,
+                    condition::ADMITTED,
+                    ConditionStatus::False,
+                    DEACTIVATED,
+                    "Evicted: deactivated; waiting for the Job's pods to stop",
+                    now,
+                );
+            }
+            return changed;
+        }
+        changed |= release(s, &DEACTIVATED_RELEASE, now);
+        changed
+    })
+}
 
 /// An admission check set to `Retry` or `Rejected` (on the manager: the workload was evicted
 /// or lost on its worker): evicted with reason `AdmissionCheck`, quota given back, checks
@@ -333,6 +383,7 @@ pub fn evicted_by_check(
             s,
             &Release {
                 message: &text,
+                requeued: true,
                 requeued_reason: "AdmissionCheck",
                 requeued_message: "Back in its queue after an admission check asked for a retry",
             },
@@ -372,7 +423,7 @@ fn release(s: &mut WorkloadStatus, why: &Release<'_>, now: DateTime<Utc>) -> boo
     changed |= set(
         s,
         condition::REQUEUED,
-        ConditionStatus::True,
+        ConditionStatus::from_bool(why.requeued),
         why.requeued_reason,
         why.requeued_message,
         now,

@@ -181,12 +181,17 @@ pub fn writes_for(
     writes
 }
 
-/// The writes that keep workloads in line with their admission checks, whatever the cycle
-/// decided: a check set to `Retry` or `Rejected` evicts a workload that holds quota, and
+/// The writes that keep workloads that hold quota in line with their spec and admission
+/// checks, whatever the cycle decided: a deactivated workload (`spec.active: false`) is
+/// evicted, a check set to `Retry` or `Rejected` evicts it and queues it again, and
 /// `Admitted` follows the reservation and the checks (a check another controller set `Ready`
 /// admits the workload). Finished and evicted workloads are left alone: a Job's evicted
 /// workload may still hold its quota while it stops.
-pub fn upkeep_writes(workloads: &[Arc<Workload>], now: DateTime<Utc>) -> Vec<Write> {
+pub fn upkeep_writes(
+    workloads: &[Arc<Workload>],
+    holding: Holding,
+    now: DateTime<Utc>,
+) -> Vec<Write> {
     let mut writes = Vec::new();
     for wl in workloads {
         let Some(current) = wl.status.as_ref() else {
@@ -195,6 +200,20 @@ pub fn upkeep_writes(workloads: &[Arc<Workload>], now: DateTime<Utc>) -> Vec<Wri
         if is_condition_true(&current.conditions, condition::FINISHED)
             || is_condition_true(&current.conditions, condition::EVICTED)
         {
+            continue;
+        }
+        if checks::has_reservation(current) && !wl.spec.active {
+            if let Some(status) = status::deactivated(wl, holding, now) {
+                writes.push(Write {
+                    workload: wl.clone(),
+                    status,
+                    event: Some((
+                        EventType::Normal,
+                        "EvictedDueToDeactivated",
+                        "Evicted: the workload is deactivated (spec.active is false)".into(),
+                    )),
+                });
+            }
             continue;
         }
         if checks::has_reservation(current)

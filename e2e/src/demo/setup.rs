@@ -24,7 +24,8 @@ const MULTIKUEUE_CONFIG: &str = "multikueue-test";
 /// Each worker's CPU quota: four 1-CPU workloads fill it.
 pub const WORKER_CPUS: u32 = 4;
 const WORKER_MEMORY: &str = "16Gi";
-/// The manager's ClusterQueue does not limit dispatch yet (README, "Manager-side quota").
+/// The manager's ClusterQueue is larger than the workers' total: the demo's pending
+/// high-priority work must reach the workers to preempt there (README, "Manager-side quota").
 const MANAGER_CPUS: u32 = 1000;
 const GROUP: &str = "kueue.x-k8s.io";
 const VERSION: &str = "v1beta2";

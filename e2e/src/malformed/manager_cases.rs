@@ -144,9 +144,8 @@ pub fn manager_cases(env: &Env) -> Vec<Case> {
                 &["BadConfig", &env.name("no-such-config")],
             ),
         ),
-        // Manager workloads. The manager reserves no quota of its own (see the ignored test
-        // below): what it cannot route it says in an Event; the rest its worker reports on
-        // the replica.
+        // Manager workloads: what the manager cannot route it says in an Event; what its
+        // quota cannot take, `manager_quota_cases`.
         Case::new(
             "manager workload on an unknown LocalQueue",
             m,
@@ -308,7 +307,7 @@ pub fn manager_found_cases(env: &Env) -> Vec<Case> {
     ]
 }
 
-/// What the manager's own quota (issue 13, not built yet) must report.
+/// What the manager's own quota reports (DESIGN.md §3: it reserves before dispatching).
 pub fn manager_quota_cases(env: &Env) -> Vec<Case> {
     let ns = env.namespace.as_str();
     let m = 0;

@@ -11,6 +11,7 @@ use kube::runtime::events::EventType;
 use super::*;
 use crate::admission::core::assign::Assignment;
 use crate::admission::core::cycle::VictimChoice;
+use crate::admission::status::Holding;
 use crate::admission::status::tests::assignment;
 
 fn t0() -> DateTime<Utc> {
@@ -376,7 +377,7 @@ fn reserved_with_check(state: baton_crds::workload::CheckState) -> Arc<Workload>
 #[test]
 fn upkeep_evicts_a_workload_whose_check_asks_for_a_retry() {
     let w = reserved_with_check(baton_crds::workload::CheckState::Retry);
-    let writes = upkeep_writes(std::slice::from_ref(&w), t0());
+    let writes = upkeep_writes(std::slice::from_ref(&w), Holding::Never, t0());
     assert_eq!(writes.len(), 1);
     assert_eq!(writes[0].status.admission, None);
     assert_eq!(
@@ -385,22 +386,22 @@ fn upkeep_evicts_a_workload_whose_check_asks_for_a_retry() {
     );
     // Once evicted it is left alone.
     let w = after(&w, &writes[0]);
-    assert!(upkeep_writes(&[w], t0()).is_empty());
+    assert!(upkeep_writes(&[w], Holding::Never, t0()).is_empty());
 }
 
 #[test]
 fn upkeep_admits_once_every_check_is_ready_and_only_once() {
     let pending = reserved_with_check(baton_crds::workload::CheckState::Pending);
-    assert!(upkeep_writes(std::slice::from_ref(&pending), t0()).is_empty());
+    assert!(upkeep_writes(std::slice::from_ref(&pending), Holding::Never, t0()).is_empty());
     let ready = reserved_with_check(baton_crds::workload::CheckState::Ready);
-    let writes = upkeep_writes(std::slice::from_ref(&ready), t0());
+    let writes = upkeep_writes(std::slice::from_ref(&ready), Holding::Never, t0());
     assert_eq!(writes.len(), 1);
     assert!(is_condition_true(
         &writes[0].status.conditions,
         condition::ADMITTED
     ));
     assert!(writes[0].event.is_none());
-    assert!(upkeep_writes(&[after(&ready, &writes[0])], t0()).is_empty());
+    assert!(upkeep_writes(&[after(&ready, &writes[0])], Holding::Never, t0()).is_empty());
 }
 
 #[test]
@@ -418,5 +419,34 @@ fn upkeep_leaves_finished_and_unstatused_workloads_alone() {
         ),
         t0(),
     );
-    assert!(upkeep_writes(&[Arc::new(finished), workload("fresh")], t0()).is_empty());
+    assert!(
+        upkeep_writes(
+            &[Arc::new(finished), workload("fresh")],
+            Holding::Never,
+            t0()
+        )
+        .is_empty()
+    );
+}
+
+#[test]
+fn upkeep_evicts_a_deactivated_workload_without_queueing_it_again() {
+    let mut w = reserved_with_check(baton_crds::workload::CheckState::Ready)
+        .as_ref()
+        .clone();
+    w.spec.active = false;
+    let w = Arc::new(w);
+    let writes = upkeep_writes(std::slice::from_ref(&w), Holding::Never, t0());
+    assert_eq!(writes.len(), 1);
+    let status = &writes[0].status;
+    assert!(status.admission.is_none());
+    let evicted = find_condition(&status.conditions, condition::EVICTED).unwrap();
+    assert_eq!(evicted.reason, "Deactivated");
+    let requeued = find_condition(&status.conditions, condition::REQUEUED).unwrap();
+    assert_eq!(requeued.status, "False");
+    assert_eq!(
+        event(&writes[0]).map(|(why, _)| why),
+        Some("EvictedDueToDeactivated")
+    );
+    assert!(upkeep_writes(&[after(&w, &writes[0])], Holding::Never, t0()).is_empty());
 }
