@@ -36,16 +36,6 @@ pub struct Inactive {
     pub message: String,
 }
 
-/// Which ClusterQueue an admitted workload counts against.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Attribution {
-    /// The one named in its admission: the worker reserved quota there.
-    Admission,
-    /// The one its LocalQueue points to: on the manager the mirrored admission names the
-    /// worker's ClusterQueue, which may have another name.
-    LocalQueue,
-}
-
 /// What the statuses are computed from. `activity` names every ClusterQueue the caller keeps
 /// status for (absent ones get none) and, for each, why it is inactive, if it is.
 pub struct QueueInputs<'a> {
@@ -53,7 +43,6 @@ pub struct QueueInputs<'a> {
     pub cluster_queues: &'a [Arc<ClusterQueue>],
     pub local_queues: &'a [Arc<LocalQueue>],
     pub activity: &'a BTreeMap<String, Option<Inactive>>,
-    pub attribution: Attribution,
 }
 
 /// New statuses for queues whose status would change.
@@ -71,7 +60,6 @@ pub fn queue_statuses(inputs: &QueueInputs<'_>, now: DateTime<Utc>) -> QueueStat
         cluster_queues,
         local_queues,
         activity,
-        attribution,
     } = *inputs;
     let lq_target: HashMap<(String, String), String> = local_queues
         .iter()
@@ -122,13 +110,8 @@ pub fn queue_statuses(inputs: &QueueInputs<'_>, now: DateTime<Utc>) -> QueueStat
                         }
                     }
                 };
-                let cq = match attribution {
-                    Attribution::Admission => Some(&admission.cluster_queue),
-                    Attribution::LocalQueue => lq_key.as_ref().and_then(|k| lq_target.get(k)),
-                };
-                if let Some(cq) = cq {
-                    add(by_cq.entry(cq.clone()).or_default());
-                }
+                // Counted where the admission says the quota is held.
+                add(by_cq.entry(admission.cluster_queue.clone()).or_default());
                 if let Some(k) = lq_key {
                     add(by_lq.entry(k).or_default());
                 }

@@ -41,7 +41,7 @@ use super::core::queues::{Capacity, QueueState};
 use super::status::{self, Holding};
 use super::writes::{Rules, Write, upkeep_writes, writes_for};
 use crate::metrics::{ClassLabel, ErrorLabel, Metrics, PendingLabel, QueueLabel};
-use crate::queue_status::{self, Attribution, Inactive, QueueInputs, queue_statuses};
+use crate::queue_status::{self, Inactive, QueueInputs, queue_statuses};
 
 /// How long the loop waits after a change for more changes to batch into one cycle.
 pub const BATCH_WINDOW: Duration = Duration::from_millis(5);
@@ -317,7 +317,6 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
             cluster_queues: &cqs,
             local_queues: &lqs,
             activity: &activity,
-            attribution: Attribution::Admission,
         },
         now,
     );

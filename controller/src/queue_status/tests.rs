@@ -60,7 +60,6 @@ fn run(
     cluster_queues: &[Arc<ClusterQueue>],
     local_queues: &[Arc<LocalQueue>],
     activity: &BTreeMap<String, Option<Inactive>>,
-    attribution: Attribution,
 ) -> QueueStatuses {
     queue_statuses(
         &QueueInputs {
@@ -68,7 +67,6 @@ fn run(
             cluster_queues,
             local_queues,
             activity,
-            attribution,
         },
         now(),
     )
@@ -105,7 +103,6 @@ fn counts_pending_and_admitted_workloads_and_usage_with_borrowing() {
         &[cluster_queue("cq", 4)],
         &[local_queue("lq", "cq")],
         &active(&["cq"]),
-        Attribution::Admission,
     );
     let cq = cq_status(&statuses, "cq");
     assert_eq!(cq.pending_workloads, Some(2));
@@ -135,30 +132,6 @@ fn counts_pending_and_admitted_workloads_and_usage_with_borrowing() {
 }
 
 #[test]
-fn attribution_decides_which_cluster_queue_an_admission_counts_against() {
-    // On the manager the mirrored admission names the worker's ClusterQueue.
-    let workloads = [admitted("a", "lq", "worker-cq", 1)];
-    let cqs = [cluster_queue("cq", 4)];
-    let lqs = [local_queue("lq", "cq")];
-    let by_admission = run(
-        &workloads,
-        &cqs,
-        &lqs,
-        &active(&["cq"]),
-        Attribution::Admission,
-    );
-    assert_eq!(cq_status(&by_admission, "cq").admitted_workloads, Some(0));
-    let by_queue = run(
-        &workloads,
-        &cqs,
-        &lqs,
-        &active(&["cq"]),
-        Attribution::LocalQueue,
-    );
-    assert_eq!(cq_status(&by_queue, "cq").admitted_workloads, Some(1));
-}
-
-#[test]
 fn only_the_callers_cluster_queues_and_their_local_queues_get_status() {
     let cqs = [cluster_queue("ours", 4), cluster_queue("theirs", 4)];
     let lqs = [
@@ -166,7 +139,7 @@ fn only_the_callers_cluster_queues_and_their_local_queues_get_status() {
         local_queue("to-theirs", "theirs"),
         local_queue("to-nothing", "missing"),
     ];
-    let statuses = run(&[], &cqs, &lqs, &active(&["ours"]), Attribution::LocalQueue);
+    let statuses = run(&[], &cqs, &lqs, &active(&["ours"]));
     let cq_names: Vec<&str> = statuses
         .cluster_queues
         .iter()
@@ -204,7 +177,6 @@ fn an_inactive_cluster_queue_says_why_and_its_local_queues_follow() {
         &[cluster_queue("cq", 4)],
         &[local_queue("lq", "cq")],
         &activity,
-        Attribution::LocalQueue,
     );
     let cq = find_condition(&cq_status(&statuses, "cq").conditions, condition::ACTIVE).unwrap();
     assert_eq!(
@@ -241,7 +213,6 @@ fn finished_deleted_and_deactivated_workloads_are_not_counted() {
         &[cluster_queue("cq", 4)],
         &[local_queue("lq", "cq")],
         &active(&["cq"]),
-        Attribution::Admission,
     );
     let cq = cq_status(&statuses, "cq");
     assert_eq!(
@@ -259,7 +230,6 @@ fn an_unchanged_status_is_not_written_again() {
         &[cluster_queue("cq", 4)],
         &lqs,
         &active(&["cq"]),
-        Attribution::Admission,
     );
     let mut stored = serde_json::to_value(cluster_queue("cq", 4).as_ref()).unwrap();
     stored["status"] = serde_json::to_value(cq_status(&first, "cq")).unwrap();
@@ -270,7 +240,6 @@ fn an_unchanged_status_is_not_written_again() {
         &[object(stored)],
         &[object(stored_lq)],
         &active(&["cq"]),
-        Attribution::Admission,
     );
     assert!(again.cluster_queues.is_empty() && again.local_queues.is_empty());
 }
