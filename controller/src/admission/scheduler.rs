@@ -51,6 +51,8 @@ pub const RESYNC: Duration = Duration::from_secs(10);
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(2);
 /// Writes in flight at once.
 const WRITE_CONCURRENCY: usize = 16;
+/// The queues' status (counts, usage) is written at most this often.
+const QUEUE_STATUS_EVERY: Duration = Duration::from_millis(500);
 
 /// The watch caches a cycle reads.
 pub struct Caches {
@@ -114,6 +116,10 @@ pub struct LoopState {
     /// key → (resourceVersion the write replaced, the written object).
     overlay: HashMap<String, (Option<String>, Arc<Workload>)>,
     reported_class_problems: HashSet<String>,
+    /// When the queues' status was last written, and whether a wake-up for the next write
+    /// is on its way.
+    queue_status_written: Option<Instant>,
+    queue_status_wake_pending: bool,
 }
 
 impl LoopState {
@@ -301,6 +307,45 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
     );
     execute(shell, state, writes).await;
 
+    if keep_queue_status(shell, state) {
+        write_queue_status(shell, state, &scope, &models, &cqs, &lqs, now).await;
+    }
+    update_gauges(shell, state, &built.pending, &models, &workloads);
+}
+
+/// Whether this cycle writes the queues' status: at most once per [`QUEUE_STATUS_EVERY`], so
+/// a busy loop (a cycle every few milliseconds) does not spend the API server's writes on
+/// counts. A cycle that skips it makes sure a later one comes.
+fn keep_queue_status(shell: &Shell, state: &mut LoopState) -> bool {
+    let now = Instant::now();
+    let due = state
+        .queue_status_written
+        .is_none_or(|at| now.duration_since(at) >= QUEUE_STATUS_EVERY);
+    if due {
+        state.queue_status_written = Some(now);
+        return true;
+    }
+    if !state.queue_status_wake_pending {
+        state.queue_status_wake_pending = true;
+        let wake = shell.wake.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(QUEUE_STATUS_EVERY).await;
+            let _ = wake.send(());
+        });
+    }
+    false
+}
+
+async fn write_queue_status(
+    shell: &Shell,
+    state: &mut LoopState,
+    scope: &Scope,
+    models: &[QueueModel],
+    cqs: &[Arc<ClusterQueue>],
+    lqs: &[Arc<LocalQueue>],
+    now: chrono::DateTime<Utc>,
+) {
+    state.queue_status_wake_pending = false;
     let activity = models
         .iter()
         .map(|m| {
@@ -313,15 +358,14 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
         .collect();
     let statuses = queue_statuses(
         &QueueInputs {
-            workloads: &scoped_workloads(&scope, &lqs, merged_workloads(shell, state)),
-            cluster_queues: &cqs,
-            local_queues: &lqs,
+            workloads: &scoped_workloads(scope, lqs, merged_workloads(shell, state)),
+            cluster_queues: cqs,
+            local_queues: lqs,
             activity: &activity,
         },
         now,
     );
     queue_status::write(&shell.client, statuses).await;
-    update_gauges(shell, state, &built.pending, &models, &workloads);
 }
 
 /// The ClusterQueues and LocalQueues in scope.
