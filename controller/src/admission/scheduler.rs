@@ -13,7 +13,7 @@
 //! check is inactive admits nothing. Evicted victims keep their quota until their Job stops on
 //! a worker ([`Holding`]); on the manager they give it back at once.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,9 +35,11 @@ use tokio::sync::mpsc;
 use super::build::{Objects, build, key_of};
 use super::checks::checks_for;
 use super::core::cycle::{Decision, Outcome, schedule};
-use super::core::model::{PendingModel, QueueModel, QueueProblem};
+use super::core::model::{PendingModel, QueueModel};
 use super::core::preempt::PreemptReason;
 use super::core::queues::{Capacity, QueueState};
+pub use super::scope::Scope;
+use super::scope::{mark_inactive, scoped_queues, scoped_workloads};
 use super::status::{self, Holding};
 use super::writes::{Rules, Write, upkeep_writes, writes_for};
 use crate::metrics::{ClassLabel, ErrorLabel, Metrics, PendingLabel, QueueLabel};
@@ -84,17 +86,6 @@ impl Caches {
             synced(budgets).await;
         }
     }
-}
-
-/// Which ClusterQueues a loop governs, decided afresh every cycle.
-#[derive(Clone, Debug, Default)]
-pub enum Scope {
-    /// Every ClusterQueue of the cluster (the worker).
-    #[default]
-    Everything,
-    /// Only these, each with why it admits nothing if it doesn't (the manager: its
-    /// MultiKueue ClusterQueues, inactive while their check is).
-    Only(BTreeMap<String, Option<Inactive>>),
 }
 
 /// What makes a loop the worker's or the manager's.
@@ -366,72 +357,6 @@ async fn write_queue_status(
         now,
     );
     queue_status::write(&shell.client, statuses).await;
-}
-
-/// The ClusterQueues and LocalQueues in scope.
-fn scoped_queues(
-    scope: &Scope,
-    cqs: Vec<Arc<ClusterQueue>>,
-    lqs: Vec<Arc<LocalQueue>>,
-) -> (Vec<Arc<ClusterQueue>>, Vec<Arc<LocalQueue>>) {
-    match scope {
-        Scope::Everything => (cqs, lqs),
-        Scope::Only(governed) => (
-            cqs.into_iter()
-                .filter(|cq| governed.contains_key(&cq.name_any()))
-                .collect(),
-            lqs.into_iter()
-                .filter(|lq| {
-                    lq.spec
-                        .cluster_queue
-                        .as_ref()
-                        .is_some_and(|cq| governed.contains_key(cq))
-                })
-                .collect(),
-        ),
-    }
-}
-
-/// The workloads of the LocalQueues in scope (all of them for the worker: one naming a
-/// missing queue is reported there).
-fn scoped_workloads(
-    scope: &Scope,
-    lqs: &[Arc<LocalQueue>],
-    workloads: Vec<Arc<Workload>>,
-) -> Vec<Arc<Workload>> {
-    if matches!(scope, Scope::Everything) {
-        return workloads;
-    }
-    let queues: HashSet<(String, String)> = lqs
-        .iter()
-        .map(|lq| (lq.namespace().unwrap_or_default(), lq.name_any()))
-        .collect();
-    workloads
-        .into_iter()
-        .filter(|wl| {
-            queues.contains(&(
-                wl.namespace().unwrap_or_default(),
-                wl.spec.queue_name.clone().unwrap_or_default(),
-            ))
-        })
-        .collect()
-}
-
-/// A queue the scope holds inactive admits nothing, unless it is inactive for a reason of
-/// its own already.
-fn mark_inactive(scope: &Scope, queues: &mut [QueueModel]) {
-    let Scope::Only(governed) = scope else { return };
-    for queue in queues.iter_mut().filter(|q| q.inactive.is_none()) {
-        if let Some(Some(why)) = governed.get(&queue.name) {
-            queue.inactive = Some(QueueProblem {
-                reason: "AdmissionCheckInactive",
-                message: why
-                    .message
-                    .trim_start_matches("Can't admit new workloads: ")
-                    .to_string(),
-            });
-        }
-    }
 }
 
 /// The admission checks of `queue` that apply to the decision's assignment.
