@@ -2,6 +2,7 @@
 //! that read watch caches, call them and write the results.
 
 pub mod admission_loop;
+pub mod connection;
 pub mod context;
 pub mod controller;
 pub mod dispatch;

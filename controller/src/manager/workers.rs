@@ -1,6 +1,7 @@
 //! Connections to worker clusters, one task per MultiKueueCluster: vet the kubeconfig,
 //! connect, watch our replicas (scoped by the origin label) into a cache, report the
-//! `Active` condition, and reconnect with capped exponential backoff. A worker that is down
+//! `Active` condition, and reconnect on the schedule of [`super::connection::reconnect`]; a watch
+//! error disconnects only as [`super::connection::watch_health`] decides. A worker that is down
 //! only delays its own task.
 
 use std::collections::HashMap;
@@ -24,20 +25,13 @@ use kube::{Client, Config};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
+use super::connection::reconnect::{Reconnect, Retry};
+use super::connection::watch_health::{Probe, Verdict, WatchHealth, with_causes};
 use super::kubeconfig::KubeconfigProblem;
 use crate::config::ClientConfig;
 use crate::metrics::Metrics;
 
-/// First reconnect delay; it doubles per failed attempt up to [`MAX_BACKOFF`].
-pub const INITIAL_BACKOFF: Duration = Duration::from_secs(5);
-pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The delay before attempt `attempt + 1`, after `attempt` failures (1-based).
-pub fn backoff(attempt: u32) -> Duration {
-    let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
-    INITIAL_BACKOFF.saturating_mul(factor).min(MAX_BACKOFF)
-}
 
 /// What the manager knows of one worker now.
 #[derive(Clone)]
@@ -224,12 +218,12 @@ async fn run_worker(
     pool: WorkerPool,
 ) {
     let label = Metrics::cluster(&cluster);
-    let mut attempt: u32 = 0;
+    let mut history = Reconnect::default();
     let mut down_since = Utc::now();
     let mut last_known: Option<Store<Workload>> = None;
     loop {
         let failure =
-            match connect_and_watch(&cluster, &kubeconfig, &state, &pool, &mut attempt).await {
+            match connect_and_watch(&cluster, &kubeconfig, &state, &pool, &mut history).await {
                 Ok(()) => "the watch ended".to_string(),
                 Err(e) => e,
             };
@@ -244,14 +238,21 @@ async fn run_worker(
         };
         pool.metrics.cluster_connected.get_or_create(&label).set(0);
         pool.triggers.everything();
-        attempt = attempt.saturating_add(1);
-        let delay = backoff(attempt);
-        let next = Utc::now() + chrono::Duration::from_std(delay).unwrap_or_default();
+        let now = Utc::now();
+        let Retry { attempt, delay } = history.failed(now, jitter());
+        // The condition write below does not lengthen the wait.
+        let wake = tokio::time::Instant::now() + delay;
+        let next = now + chrono::Duration::from_std(delay).unwrap_or_default();
         let message = format!(
             "attempt {attempt} failed: {failure}; next attempt at {}",
-            next.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            next.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
         );
-        tracing::warn!(cluster, attempt, "worker cluster unreachable: {failure}");
+        tracing::warn!(
+            cluster,
+            attempt,
+            ?delay,
+            "worker cluster unreachable: {failure}"
+        );
         write_active(
             &pool.manager,
             &cluster,
@@ -260,26 +261,49 @@ async fn run_worker(
             &message,
         )
         .await;
-        tokio::time::sleep(delay).await;
+        tokio::time::sleep_until(wake).await;
     }
 }
 
-/// Connects, then feeds the replica cache until the watch fails. Returns the failure.
+/// A random number in `[0, 1)` for the reconnect jitter (std's per-process random hash keys;
+/// no cryptographic quality needed).
+fn jitter() -> f64 {
+    use std::hash::BuildHasher;
+    let bits = std::collections::hash_map::RandomState::new().hash_one(std::time::Instant::now());
+    (bits >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// A cheap `GET /version` with a deadline; `None`: no answer in time.
+async fn ask_version(
+    client: &Client,
+) -> Option<Result<k8s_openapi::apimachinery::pkg::version::Info, kube::Error>> {
+    tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version())
+        .await
+        .ok()
+}
+
+const NO_ANSWER: &str = "no answer from the API server";
+
+/// Connects, then feeds the replica cache until the worker is judged disconnected (see
+/// [`WatchHealth`]: a watch error alone is retried by the watcher). Returns the failure.
 async fn connect_and_watch(
     cluster: &str,
     kubeconfig: &Kubeconfig,
     state: &Arc<RwLock<WorkerState>>,
     pool: &WorkerPool,
-    attempt: &mut u32,
+    history: &mut Reconnect,
 ) -> Result<(), String> {
+    use kube::runtime::WatchStreamExt;
     let config = Config::from_custom_kubeconfig(kubeconfig.clone(), &KubeConfigOptions::default())
         .await
         .map_err(|e| format!("cannot use kubeconfig: {e}"))?;
     let client = rate_limited_client(config, &pool.client_limits)?;
-    tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version())
-        .await
-        .map_err(|_| "no answer from the API server".to_string())?
-        .map_err(|e| e.to_string())?;
+    // A cheap request first: the list and watches below only start against a live server.
+    match ask_version(&client).await {
+        Some(Ok(_)) => {}
+        Some(Err(e)) => return Err(with_causes(&e)),
+        None => return Err(NO_ANSWER.to_string()),
+    }
 
     let (reader, mut writer) = reflector::store::<Workload>();
     let selector = format!("{MULTIKUEUE_ORIGIN_LABEL}={}", pool.origin);
@@ -287,7 +311,10 @@ async fn connect_and_watch(
     let (jobs, job_watch) = watch_jobs(cluster, &client, &selector, &pool.triggers);
     let _job_watch = AbortOnDrop(job_watch);
     let api: Api<Workload> = Api::all(client.clone());
-    let mut events = watcher(api, watcher::Config::default().labels(&selector)).boxed();
+    // The backoff paces the watcher's own retries while the connection is kept.
+    let mut events = watcher(api, watcher::Config::default().labels(&selector))
+        .default_backoff()
+        .boxed();
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
@@ -295,12 +322,34 @@ async fn connect_and_watch(
             instance: None,
         },
     );
+    let mut health = WatchHealth::default();
     while let Some(event) = events.next().await {
-        let event = event.map_err(|e| e.to_string())?;
+        let event = match event {
+            Ok(event) => {
+                health.delivered();
+                event
+            }
+            Err(e) => {
+                let error = with_causes(&e);
+                let probe = ask_version(&client)
+                    .await
+                    .map_or(Probe::Unreachable(NO_ANSWER.to_string()), |r| {
+                        Probe::from_result(&r)
+                    });
+                match health.failed(Utc::now(), &error, probe) {
+                    Verdict::Keep => {
+                        tracing::info!(cluster, %error, "replica watch failed; the API server answers, so the connection is kept");
+                        continue;
+                    }
+                    Verdict::Disconnect(why) => return Err(why),
+                }
+            }
+        };
         writer.apply_watcher_event(&event);
         match &event {
             watcher::Event::InitDone => {
-                *attempt = 0;
+                history.connected(Utc::now());
+                health.synced();
                 *state.write().unwrap_or_else(|p| p.into_inner()) =
                     WorkerState::Active(Box::new(Connected {
                         client: client.clone(),
@@ -413,18 +462,5 @@ pub async fn write_active(
         .await
     {
         tracing::warn!(cluster, error = %e, "cannot write MultiKueueCluster status");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_from_five_seconds_and_caps_at_five_minutes() {
-        let delays: Vec<u64> = (1..=9).map(|a| backoff(a).as_secs()).collect();
-        assert_eq!(delays, vec![5, 10, 20, 40, 80, 160, 300, 300, 300]);
-        assert_eq!(backoff(u32::MAX), MAX_BACKOFF);
-        assert_eq!(backoff(0), INITIAL_BACKOFF);
     }
 }

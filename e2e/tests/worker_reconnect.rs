@@ -1,0 +1,145 @@
+//! The manager's connections to workers through the real `baton manager` binary on testbed
+//! clusters: a worker whose API returns from an outage is Active again within seconds, and a
+//! transient watch error on a worker whose API is up does not disconnect it.
+
+use std::time::{Duration, Instant};
+
+use baton_crds::MultiKueueCluster;
+use baton_crds::conditions::find_condition;
+use baton_crds::constants::condition;
+use baton_e2e::multikueue::{Env, eventually};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::Api;
+
+const CONFIG: &str = "singleClusterPreemptionTimeout: 5s\nworkerLostTimeout: 60s\ngcInterval: 1s\n";
+const WAIT: Duration = Duration::from_secs(20);
+/// The longest wait between attempts in the first two minutes of an outage (5 s), plus the
+/// probe, the list and the condition write on a busy machine.
+const RECOVERY_BOUND: Duration = Duration::from_secs(8);
+
+async fn active(env: &Env, i: usize) -> Option<Condition> {
+    let api: Api<MultiKueueCluster> = Api::all(env.manager_client());
+    let mkc = api.get(&env.cluster(i)).await.ok()?;
+    let conditions = mkc.status.map(|s| s.conditions).unwrap_or_default();
+    find_condition(&conditions, condition::ACTIVE).cloned()
+}
+
+async fn active_is(env: &Env, i: usize, status: &str, deadline: Duration) -> Condition {
+    eventually(deadline, &format!("worker-{i} Active={status}"), || async {
+        active(env, i).await.filter(|c| c.status == status)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_back_from_an_outage_is_active_again_within_seconds() {
+    let Some(mut env) = Env::start_for_faults(1).await else {
+        return;
+    };
+    let manager = env.start_manager(CONFIG).expect("manager");
+    active_is(&env, 1, "True", WAIT).await;
+    let worker = env.testbed_worker(1).expect("testbed");
+
+    let mut recoveries = Vec::new();
+    for outage in [2, 9, 20].map(Duration::from_secs) {
+        let start = Instant::now();
+        worker.go_offline().await;
+        let down = active_is(&env, 1, "False", WAIT).await;
+        assert_eq!(down.reason, "ClientConnectionFailed", "{down:?}");
+        assert!(
+            down.message.contains("attempt ") && down.message.contains("next attempt at"),
+            "{down:?}"
+        );
+        // The outage itself: the fault lasts this long whatever the manager does.
+        tokio::time::sleep(outage.saturating_sub(start.elapsed())).await;
+        worker.go_online().await.expect("online");
+        let back = Instant::now();
+        // Generous deadline, so a slow recovery is measured before it is judged.
+        active_is(&env, 1, "True", Duration::from_secs(90)).await;
+        let took = back.elapsed();
+        eprintln!("outage {outage:?}: Active again {took:?} after the API came back");
+        recoveries.push((outage, took));
+    }
+    for line in manager
+        .log_text()
+        .lines()
+        .filter(|l| l.contains("worker cluster"))
+    {
+        eprintln!("{line}");
+    }
+    let slow: Vec<_> = recoveries
+        .iter()
+        .filter(|(_, took)| *took > RECOVERY_BOUND)
+        .collect();
+    assert!(
+        slow.is_empty(),
+        "recoveries slower than {RECOVERY_BOUND:?}: {slow:?}\n{}",
+        manager.log_text()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transient_watch_error_keeps_a_worker_whose_api_answers_active() {
+    let Some(mut env) = Env::start_for_faults(1).await else {
+        return;
+    };
+    let manager = env.start_manager(CONFIG).expect("manager");
+    let before = active_is(&env, 1, "True", WAIT).await;
+    let worker = env.testbed_worker(1).expect("testbed");
+
+    // Every request fails with 500 (probes included: the server answers, though badly), and
+    // the open watches end, so the manager's watchers must re-watch into the errors.
+    worker.faults().fail_requests(1.0, 500);
+    worker.end_watches();
+    eventually(WAIT, "the manager saw the replica watch fail", || async {
+        let log = manager.log_text();
+        (log.contains("replica watch failed") || log.contains("worker cluster unreachable"))
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    worker.faults().clear();
+
+    // The connection stays usable: a new workload is replicated to the worker.
+    env.submit("job", 1).await.expect("submit");
+    eventually(WAIT, "replica on worker-1", || async {
+        env.replica(1, "job").await
+    })
+    .await;
+    let after = active(&env, 1).await.expect("Active condition");
+    assert_eq!(
+        (after.status.as_str(), &after.last_transition_time),
+        ("True", &before.last_transition_time),
+        "Active never changed"
+    );
+    let log = manager.log_text();
+    assert!(!log.contains("worker cluster unreachable"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_errors_that_persist_disconnect_a_worker_whose_api_answers() {
+    let Some(mut env) = Env::start_for_faults(1).await else {
+        return;
+    };
+    let _manager = env.start_manager(CONFIG).expect("manager");
+    active_is(&env, 1, "True", WAIT).await;
+    let worker = env.testbed_worker(1).expect("testbed");
+
+    worker.faults().fail_requests(1.0, 500);
+    worker.end_watches();
+    let start = Instant::now();
+    // Five errors in a row over at least 30 s; the watcher's backoff makes that 30 to 100 s.
+    let down = active_is(&env, 1, "False", Duration::from_secs(150)).await;
+    let took = start.elapsed();
+    eprintln!("persistent watch errors: disconnected after {took:?}");
+    assert!(
+        down.message.contains("although the API server answers"),
+        "{down:?}"
+    );
+    assert!(
+        took >= Duration::from_secs(30),
+        "disconnected after {took:?}"
+    );
+    worker.faults().clear();
+    active_is(&env, 1, "True", WAIT).await;
+}
