@@ -46,15 +46,42 @@ use crate::metrics::{ClassLabel, ErrorLabel, Metrics, PendingLabel, QueueLabel};
 use crate::queue_status::{self, Inactive, QueueInputs, queue_statuses};
 
 /// How long the loop waits after a change for more changes to batch into one cycle.
-pub const BATCH_WINDOW: Duration = Duration::from_millis(5);
+const BATCH_WINDOW: Duration = Duration::from_millis(5);
 /// A full re-evaluation this often, so time-based rules (toleration expiry) take effect.
-pub const RESYNC: Duration = Duration::from_secs(10);
+const RESYNC: Duration = Duration::from_secs(10);
 /// How long after a failed write (other than a conflict) the loop tries again.
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(2);
 /// Writes in flight at once.
 const WRITE_CONCURRENCY: usize = 16;
 /// The queues' status (counts, usage) is written at most this often.
 const QUEUE_STATUS_EVERY: Duration = Duration::from_millis(500);
+
+/// What starts a cycle: a change (a tick on the wake channel) or the periodic resync.
+pub struct Wakeups {
+    woken: mpsc::UnboundedReceiver<()>,
+    resync: tokio::time::Interval,
+}
+
+impl Wakeups {
+    pub fn new(woken: mpsc::UnboundedReceiver<()>) -> Self {
+        Wakeups {
+            woken,
+            resync: tokio::time::interval(RESYNC),
+        }
+    }
+
+    /// Waits for the next reason to run a cycle, then for [`BATCH_WINDOW`] so a burst of
+    /// changes makes one cycle. `false`: nothing can wake the loop any more.
+    pub async fn next(&mut self, state: &mut LoopState) -> bool {
+        tokio::select! {
+            woke = self.woken.recv() => if woke.is_none() { return false },
+            _ = self.resync.tick() => state.resync(),
+        }
+        tokio::time::sleep(BATCH_WINDOW).await;
+        while self.woken.try_recv().is_ok() {}
+        true
+    }
+}
 
 /// The watch caches a cycle reads.
 pub struct Caches {

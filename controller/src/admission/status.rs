@@ -260,24 +260,45 @@ pub fn evicted(
             &message,
             now,
         );
-        if holds_quota_while_stopping {
-            // Still holding quota: QuotaReserved and the admission stay as they are.
-            if is_true(s, condition::ADMITTED) {
-                changed |= set(
-                    s,
-                    condition::ADMITTED,
-                    ConditionStatus::False,
-                    reason::PREEMPTED,
-                    "Evicted: preempted; waiting for the Job's pods to stop",
-                    now,
-                );
-            }
-            return changed;
-        }
-        changed |= release(s, &PREEMPTED_RELEASE, now);
+        changed |= stop_or_release(
+            s,
+            holds_quota_while_stopping,
+            reason::PREEMPTED,
+            &PREEMPTED_RELEASE,
+            now,
+        );
         changed
     })
     .or_else(|| (copy.status != workload.status).then(|| copy.status.clone().unwrap_or_default()))
+}
+
+/// After an eviction: a workload that holds its quota while its Job stops keeps
+/// `QuotaReserved` and its admission (only `Admitted` goes, with `why`); any other gives its
+/// quota back now. Returns whether anything changed.
+fn stop_or_release(
+    s: &mut WorkloadStatus,
+    holds_quota_while_stopping: bool,
+    why: &str,
+    release_why: &Release<'_>,
+    now: DateTime<Utc>,
+) -> bool {
+    if !holds_quota_while_stopping {
+        return release(s, release_why, now);
+    }
+    if !is_true(s, condition::ADMITTED) {
+        return false;
+    }
+    set(
+        s,
+        condition::ADMITTED,
+        ConditionStatus::False,
+        why,
+        &format!(
+            "{}; waiting for the Job's pods to stop",
+            release_why.message
+        ),
+        now,
+    )
 }
 
 /// How long an evicted workload keeps its quota.
@@ -337,20 +358,13 @@ pub fn deactivated(
             "The workload is deactivated (spec.active is false)",
             now,
         );
-        if holds_quota_while_stopping {
-            if is_true(s, condition::ADMITTED) {
-                changed |= set(
-                    s,
-                    condition::ADMITTED,
-                    ConditionStatus::False,
-                    DEACTIVATED,
-                    "Evicted: deactivated; waiting for the Job's pods to stop",
-                    now,
-                );
-            }
-            return changed;
-        }
-        changed |= release(s, &DEACTIVATED_RELEASE, now);
+        changed |= stop_or_release(
+            s,
+            holds_quota_while_stopping,
+            DEACTIVATED,
+            &DEACTIVATED_RELEASE,
+            now,
+        );
         changed
     })
 }

@@ -18,9 +18,7 @@ use tokio::sync::mpsc;
 
 use super::queues::{QueueObjects, check_activity, queue_activity};
 use super::stores::ManagerStores;
-use crate::admission::scheduler::{
-    BATCH_WINDOW, Caches, LoopState, RESYNC, Role, Scope, Shell, cycle,
-};
+use crate::admission::scheduler::{Caches, LoopState, Role, Scope, Shell, Wakeups, cycle};
 use crate::admission::status::Holding;
 use crate::metrics::Metrics;
 use crate::watch::cache;
@@ -52,7 +50,7 @@ pub async fn run(
     recorder: Recorder,
     metrics: Arc<Metrics>,
     wake: mpsc::UnboundedSender<()>,
-    mut woken: mpsc::UnboundedReceiver<()>,
+    woken: mpsc::UnboundedReceiver<()>,
 ) {
     let caches = Caches {
         workloads: stores.workloads.clone(),
@@ -78,14 +76,8 @@ pub async fn run(
         },
     };
     let mut state = LoopState::default();
-    let mut resync = tokio::time::interval(RESYNC);
-    loop {
-        tokio::select! {
-            woke = woken.recv() => if woke.is_none() { break },
-            _ = resync.tick() => state.resync(),
-        }
-        tokio::time::sleep(BATCH_WINDOW).await;
-        while woken.try_recv().is_ok() {}
+    let mut wakeups = Wakeups::new(woken);
+    while wakeups.next(&mut state).await {
         cycle(&shell, &mut state).await;
     }
 }

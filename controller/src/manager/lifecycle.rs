@@ -505,6 +505,7 @@ fn dispatch_and_ungate(
     // The "Dispatched" events are the shell's: only it knows which creations succeeded.
     plan.create = created;
 
+    let before = status.clone();
     let message = if dispatched.clusters.is_empty() {
         format!(
             "no worker cluster of MultiKueueConfig {} is connected",
@@ -520,6 +521,12 @@ fn dispatch_and_ungate(
     };
     status.nominated_cluster_names = dispatched.clusters.clone();
     set_check(status, &route.check, CheckState::Pending, message, obs.now);
+    if let Some(wait) = dispatch_note_wait(&before, status, &route.check, obs.now) {
+        // Most workloads are admitted within seconds: their status then says where they
+        // run, and a note of where they were dispatched would only have cost a write.
+        *status = before;
+        plan.requeue(wait);
+    }
 
     if config.orchestrated {
         // A replica this plan deletes (its spec is out of date) is no candidate, but a gate
@@ -569,6 +576,40 @@ fn dispatch_and_ungate(
             }
         }
     }
+}
+
+/// How long after its reservation a workload's status waits before it records where it was
+/// dispatched (`nominatedClusterNames` and the check's message).
+pub const DISPATCH_NOTE_DELAY: Duration = Duration::from_secs(5);
+
+/// When `after` differs from `before` only by the dispatch note and the reservation is
+/// younger than [`DISPATCH_NOTE_DELAY`]: how long until the note is due.
+fn dispatch_note_wait(
+    before: &WorkloadStatus,
+    after: &WorkloadStatus,
+    check: &str,
+    now: DateTime<Utc>,
+) -> Option<Duration> {
+    let without_note = |s: &WorkloadStatus| {
+        let mut s = s.clone();
+        s.nominated_cluster_names.clear();
+        for entry in s.admission_checks.iter_mut().filter(|c| c.name == check) {
+            entry.message.clear();
+        }
+        s
+    };
+    if before == after || without_note(before) != without_note(after) {
+        return None;
+    }
+    let reserved_at = find_condition(&before.conditions, condition::QUOTA_RESERVED)
+        .map(|c| to_chrono(&c.last_transition_time))?;
+    let age = now
+        .signed_duration_since(reserved_at)
+        .to_std()
+        .unwrap_or(Duration::ZERO);
+    DISPATCH_NOTE_DELAY
+        .checked_sub(age)
+        .filter(|w| !w.is_zero())
 }
 
 /// A replica this plan creates: its gate is Closed and it has not signalled yet.

@@ -11,9 +11,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use tokio::sync::mpsc;
 
 use super::jobs;
-use crate::admission::scheduler::{
-    BATCH_WINDOW, Caches, LoopState, RESYNC, Role, Scope, Shell, cycle,
-};
+use crate::admission::scheduler::{Caches, LoopState, Role, Scope, Shell, Wakeups, cycle};
 use crate::admission::status::Holding;
 use crate::config::Configuration;
 use crate::leader;
@@ -36,7 +34,7 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
         started = leader::start(client.clone(), &config, "baton-worker", namespace) => started?,
         _ = shutdown.clone().requested() => return Ok(()),
     };
-    let (wake, mut woken) = mpsc::unbounded_channel::<()>();
+    let (wake, woken) = mpsc::unbounded_channel::<()>();
     // The Job loop shares the Workload and ResourceFlavor caches; their changes wake both.
     let (jobs_wake, jobs_woken) = mpsc::unbounded_channel::<()>();
     let caches = Caches {
@@ -90,23 +88,20 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
         },
     };
     let mut state = LoopState::default();
-    let mut resync = tokio::time::interval(RESYNC);
+    let mut wakeups = Wakeups::new(woken);
     let stop = shutdown.requested();
     tokio::pin!(stop);
     // A cycle runs to its end (its writes included) before a stop or a lost lease is
     // noticed: no decision is ever half applied.
     loop {
         tokio::select! {
-            woke = woken.recv() => if woke.is_none() { break },
-            _ = resync.tick() => state.resync(),
+            more = wakeups.next(&mut state) => if !more { break },
             _ = &mut stop => break,
             _ = leader::lost(&mut leadership) => {
                 job_loop.abort();
                 anyhow::bail!("lost the leader Lease; stopping so that the new leader acts alone");
             }
         }
-        tokio::time::sleep(BATCH_WINDOW).await;
-        while woken.try_recv().is_ok() {}
         cycle(&shell, &mut state).await;
     }
     // The Job loop stops on the same request after its current pass.

@@ -668,3 +668,30 @@ fn least_disruption_collects_then_opens_the_cheapest_and_waits_for_new_replicas(
     let plan = run_with(&wl, &clusters, &without_w3, 11, &config);
     assert_eq!(plan.open_gate.map(|g| g.cluster), Some("w2".into()));
 }
+
+#[test]
+fn the_dispatch_note_waits_a_few_seconds_after_the_reservation() {
+    // Reserved at t(0) with its check Pending (as the admission loop writes it).
+    let mut wl = manager();
+    let status = wl.status.as_mut().expect("status");
+    set_check(status, "mk", CheckState::Pending, String::new(), t(0));
+    let clusters = active(&["w1", "w2", "w3"]);
+    let early = run(&wl, &clusters, &BTreeMap::new(), 2);
+    assert_eq!(early.create, vec!["w1", "w2", "w3"], "dispatched at once");
+    assert_eq!(early.status, None, "the note waits");
+    assert_eq!(early.requeue_after, Some(Duration::from_secs(3)));
+    let due = run(&wl, &clusters, &BTreeMap::new(), 5);
+    let status = due.status.expect("the note is written once due");
+    assert_eq!(status.nominated_cluster_names, vec!["w1", "w2", "w3"]);
+    assert!(status.admission_checks[0].message.contains("dispatched to"));
+}
+
+#[test]
+fn anything_besides_the_dispatch_note_is_written_at_once() {
+    // No check entry yet: adding it is more than a note.
+    let wl = manager();
+    let plan = run(&wl, &active(&["w1"]), &BTreeMap::new(), 1);
+    let status = plan.status.expect("written");
+    assert_eq!(status.admission_checks.len(), 1);
+    assert_eq!(status.nominated_cluster_names, vec!["w1"]);
+}
