@@ -78,7 +78,15 @@ pub struct Context {
         tokio::sync::mpsc::UnboundedSender<ObjectRef<k8s_openapi::api::batch::v1::Job>>,
     /// Wakes the admission loop (manager-side quota): a Workload changed.
     pub admission_wake: tokio::sync::mpsc::UnboundedSender<()>,
+    /// Replicas we created that the worker caches may not show yet: (cluster, `ns/name`) →
+    /// (when, the created replica). Without it a pass right after a creation (woken by
+    /// another worker's cache) would create the replica again and be refused (409): two
+    /// requests for nothing.
+    pub created: Mutex<HashMap<(String, String), (std::time::Instant, Workload)>>,
 }
+
+/// How long a created replica stands in for one the worker's cache does not show yet.
+const CREATED_MEMORY: Duration = Duration::from_secs(10);
 
 impl Context {
     pub fn lifecycle_config(&self) -> LifecycleConfig {
@@ -137,6 +145,32 @@ impl Context {
     /// (409) and retried — either way an API write for nothing.
     pub fn newest_workload(&self, cached: &Workload) -> Workload {
         self.newest(MANAGER, cached)
+    }
+
+    /// Remembers a replica we created until its worker's cache shows it.
+    pub fn remember_created(&self, cluster: &str, created: Workload) {
+        let mut memory = self.created.lock().unwrap_or_else(|p| p.into_inner());
+        let now = std::time::Instant::now();
+        memory.retain(|_, (at, _)| now.duration_since(*at) < CREATED_MEMORY);
+        memory.insert(
+            (cluster.to_string(), workload_key(&created)),
+            (now, created),
+        );
+    }
+
+    /// Forgets a replica we created (its cache shows it, or it was deleted).
+    pub fn forget_created(&self, cluster: &str, wl: &Workload) {
+        let mut memory = self.created.lock().unwrap_or_else(|p| p.into_inner());
+        memory.remove(&(cluster.to_string(), workload_key(wl)));
+    }
+
+    /// The replica of `wl` we created on `cluster` lately, if the cache does not show it.
+    fn recently_created(&self, cluster: &str, wl: &Workload) -> Option<Workload> {
+        let memory = self.created.lock().unwrap_or_else(|p| p.into_inner());
+        memory
+            .get(&(cluster.to_string(), workload_key(wl)))
+            .filter(|(at, _)| at.elapsed() < CREATED_MEMORY)
+            .map(|(_, created)| created.clone())
     }
 
     /// Remembers a manager Workload we wrote until the cache shows a newer version.
@@ -206,9 +240,12 @@ impl Context {
                         .get(&key)
                         .filter(|r| is_ours(r, &self.config.origin))
                     {
+                        self.forget_created(&name, wl);
                         let replica = self.newest(&name, &replica);
                         let replica = self.trusted_gate_time(&name, replica, Utc::now());
                         replicas.insert(name.clone(), replica);
+                    } else if let Some(created) = self.recently_created(&name, wl) {
+                        replicas.insert(name.clone(), created);
                     }
                     views.push(ClusterView {
                         name,

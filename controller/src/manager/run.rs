@@ -146,6 +146,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
         gated: Mutex::new(HashSet::new()),
         opened: Mutex::new(HashMap::new()),
         future_gates: Mutex::new(HashMap::new()),
+        created: Mutex::new(HashMap::new()),
         queues_changed: queues_changed.clone(),
         job_wakeups: jobs_tx,
         admission_wake: admission_tx.clone(),

@@ -45,18 +45,19 @@ pub async fn run(ctx: &Context, wl: &Workload, clusters: &[String]) {
                 // Workload someone else made there, which must be reported, not waited for.
                 Err(e) if is_conflict(&e) => match api.get_opt(&replica.name_any()).await {
                     Ok(Some(existing)) if !is_ours(&existing, origin) => Err(Taken),
-                    _ => Ok(false),
+                    _ => Ok(None),
                 },
                 Err(e) => Err(Failed(e)),
-                Ok(_) => Ok(true),
+                Ok(created) => Ok(Some(created)),
             };
             (cluster, result)
         })
     });
     for (cluster, result) in futures::future::join_all(creations).await {
         match result {
-            Ok(false) => {}
-            Ok(true) => {
+            Ok(None) => {}
+            Ok(Some(replica)) => {
+                ctx.remember_created(cluster, replica);
                 ctx.metrics
                     .replicas_created
                     .get_or_create(&Metrics::cluster(cluster))

@@ -46,12 +46,15 @@ pub async fn run(
     for (deletion, result) in futures::future::join_all(requests).await {
         match result {
             Ok(_) => {
+                ctx.forget_created(&deletion.cluster, wl);
                 deleted(ctx, wl, replicas, deletion);
                 if deletion.announce {
                     removed.push(deletion);
                 }
             }
-            Err(e) if is_not_found(&e) || is_conflict(&e) => {}
+            Err(e) if is_not_found(&e) || is_conflict(&e) => {
+                ctx.forget_created(&deletion.cluster, wl);
+            }
             Err(source) => {
                 report_removed(ctx, wl, &removed).await;
                 return Err(ReconcileError::Api {
