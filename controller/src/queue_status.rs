@@ -25,6 +25,11 @@ type FlavorTotals = BTreeMap<String, BTreeMap<String, i128>>;
 #[derive(Default)]
 struct Tally {
     pending: i32,
+    /// Holding a quota reservation (Kueue's `reservingWorkloads`, `flavorsReservation`).
+    reserving: i32,
+    reservation: FlavorTotals,
+    /// Of those, `Admitted=True` (every admission check Ready; Kueue's `admittedWorkloads`,
+    /// `flavorsUsage`). On a worker, whose queues have no checks, the two are the same.
     admitted: i32,
     usage: FlavorTotals,
 }
@@ -97,17 +102,13 @@ pub fn queue_statuses(inputs: &QueueInputs<'_>, now: DateTime<Utc>) -> QueueStat
                         .entry(resource)
                         .or_default() += amount;
                 }
+                let admitted = is_condition_true(conditions, condition::ADMITTED);
                 let add = |tally: &mut Tally| {
-                    tally.admitted += 1;
-                    for (f, rs) in &usage {
-                        for (r, a) in rs {
-                            *tally
-                                .usage
-                                .entry(f.clone())
-                                .or_default()
-                                .entry(r.clone())
-                                .or_default() += a;
-                        }
+                    tally.reserving += 1;
+                    add_usage(&mut tally.reservation, &usage);
+                    if admitted {
+                        tally.admitted += 1;
+                        add_usage(&mut tally.usage, &usage);
                     }
                 };
                 // Counted where the admission says the quota is held.
@@ -139,37 +140,10 @@ pub fn queue_statuses(inputs: &QueueInputs<'_>, now: DateTime<Utc>) -> QueueStat
         let old = cq.status.clone().unwrap_or_default();
         let mut status = old.clone();
         status.pending_workloads = Some(tally.pending);
-        status.reserving_workloads = Some(tally.admitted);
+        status.reserving_workloads = Some(tally.reserving);
         status.admitted_workloads = Some(tally.admitted);
-        let nominal = nominal_quota(cq);
-        let usage: Vec<FlavorUsage> = flavor_order(cq)
-            .into_iter()
-            .map(|flavor| FlavorUsage {
-                resources: resource_order(cq, &flavor)
-                    .into_iter()
-                    .map(|resource| {
-                        let total = tally
-                            .usage
-                            .get(&flavor)
-                            .and_then(|r| r.get(&resource))
-                            .copied()
-                            .unwrap_or(0);
-                        let quota = nominal
-                            .get(&(flavor.clone(), resource.clone()))
-                            .copied()
-                            .unwrap_or(0);
-                        ResourceUsage {
-                            name: resource,
-                            total: Some(format_milli(total)),
-                            borrowed: Some(format_milli((total - quota).max(0))),
-                        }
-                    })
-                    .collect(),
-                name: flavor,
-            })
-            .collect();
-        status.flavors_reservation = usage.clone();
-        status.flavors_usage = usage;
+        status.flavors_reservation = cluster_queue_usage(cq, &tally.reservation);
+        status.flavors_usage = cluster_queue_usage(cq, &tally.usage);
         let (value, why, message) = match inactive {
             None => (ConditionStatus::True, "Ready", "Can admit new workloads"),
             Some(inactive) => (
@@ -208,24 +182,10 @@ pub fn queue_statuses(inputs: &QueueInputs<'_>, now: DateTime<Utc>) -> QueueStat
         let old = lq.status.clone().unwrap_or_default();
         let mut status = old.clone();
         status.pending_workloads = Some(tally.pending);
-        status.reserving_workloads = Some(tally.admitted);
+        status.reserving_workloads = Some(tally.reserving);
         status.admitted_workloads = Some(tally.admitted);
-        let usage: Vec<LocalQueueFlavorUsage> = tally
-            .usage
-            .iter()
-            .map(|(flavor, resources)| LocalQueueFlavorUsage {
-                name: flavor.clone(),
-                resources: resources
-                    .iter()
-                    .map(|(r, a)| LocalQueueResourceUsage {
-                        name: r.clone(),
-                        total: Some(format_milli(*a)),
-                    })
-                    .collect(),
-            })
-            .collect();
-        status.flavors_reservation = usage.clone();
-        status.flavors_usage = usage;
+        status.flavors_reservation = local_queue_usage(&tally.reservation);
+        status.flavors_usage = local_queue_usage(&tally.usage);
         let (value, why, message) = match known.get(target) {
             Some(true) => (
                 ConditionStatus::True,
@@ -288,6 +248,65 @@ fn resource_order(cq: &ClusterQueue, flavor: &str) -> Vec<String> {
         .flat_map(|g| g.flavors.iter())
         .filter(|f| f.name == flavor)
         .flat_map(|f| f.resources.iter().map(|r| r.name.clone()))
+        .collect()
+}
+
+fn add_usage(totals: &mut FlavorTotals, usage: &FlavorTotals) {
+    for (f, rs) in usage {
+        for (r, a) in rs {
+            *totals
+                .entry(f.clone())
+                .or_default()
+                .entry(r.clone())
+                .or_default() += a;
+        }
+    }
+}
+
+/// A ClusterQueue's usage per flavor and resource, in the queue's own order, with what is
+/// borrowed beyond its nominal quota.
+fn cluster_queue_usage(cq: &ClusterQueue, totals: &FlavorTotals) -> Vec<FlavorUsage> {
+    let nominal = nominal_quota(cq);
+    flavor_order(cq)
+        .into_iter()
+        .map(|flavor| FlavorUsage {
+            resources: resource_order(cq, &flavor)
+                .into_iter()
+                .map(|resource| {
+                    let total = totals
+                        .get(&flavor)
+                        .and_then(|r| r.get(&resource))
+                        .copied()
+                        .unwrap_or(0);
+                    let quota = nominal
+                        .get(&(flavor.clone(), resource.clone()))
+                        .copied()
+                        .unwrap_or(0);
+                    ResourceUsage {
+                        name: resource,
+                        total: Some(format_milli(total)),
+                        borrowed: Some(format_milli((total - quota).max(0))),
+                    }
+                })
+                .collect(),
+            name: flavor,
+        })
+        .collect()
+}
+
+fn local_queue_usage(totals: &FlavorTotals) -> Vec<LocalQueueFlavorUsage> {
+    totals
+        .iter()
+        .map(|(flavor, resources)| LocalQueueFlavorUsage {
+            name: flavor.clone(),
+            resources: resources
+                .iter()
+                .map(|(r, a)| LocalQueueResourceUsage {
+                    name: r.clone(),
+                    total: Some(format_milli(*a)),
+                })
+                .collect(),
+        })
         .collect()
 }
 

@@ -9,5 +9,6 @@ pub mod demo;
 pub mod harness;
 pub mod jobs;
 pub mod malformed;
+pub mod manager_quota;
 pub mod multikueue;
 pub mod workers;

@@ -527,6 +527,15 @@ pub(crate) async fn write_status(
         // Likewise the preemption cost of a workload no longer gated.
         map.insert("preemptionCost".into(), serde_json::Value::Null);
     }
+    if let Some(map) = value.as_object_mut() {
+        // Likewise the cluster of a workload evicted on the manager (dispatched afresh).
+        if status.cluster_name.is_none() {
+            map.insert("clusterName".into(), serde_json::Value::Null);
+        }
+        if status.nominated_cluster_names.is_empty() {
+            map.insert("nominatedClusterNames".into(), serde_json::Value::Null);
+        }
+    }
     let patch = serde_json::json!({
         "metadata": {"resourceVersion": wl.resource_version()},
         "status": value,

@@ -42,9 +42,20 @@ fn pending(name: &str, queue: &str) -> Arc<Workload> {
 
 /// Admitted with `cpu` cores of flavor `default`, in ClusterQueue `admitted_by`.
 fn admitted(name: &str, queue: &str, admitted_by: &str, cpu: u32) -> Arc<Workload> {
+    let reserved = reserving(name, queue, admitted_by, cpu);
+    let mut value = serde_json::to_value(reserved.as_ref()).unwrap();
+    value["status"]["conditions"].as_array_mut().unwrap().push(
+        json!({"type": "Admitted", "status": "True", "reason": "Admitted",
+            "message": "", "lastTransitionTime": "2026-01-01T00:00:05Z"}),
+    );
+    object(value)
+}
+
+/// Holding `cpu` cores of quota in `reserved_in`, its admission checks not all Ready yet.
+fn reserving(name: &str, queue: &str, reserved_in: &str, cpu: u32) -> Arc<Workload> {
     let mut value = serde_json::to_value(pending(name, queue).as_ref()).unwrap();
     value["status"] = json!({
-        "admission": {"clusterQueue": admitted_by, "podSetAssignments": [{"name": "main",
+        "admission": {"clusterQueue": reserved_in, "podSetAssignments": [{"name": "main",
             "count": 1, "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": cpu.to_string()}}]},
         "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
             "message": "", "lastTransitionTime": "2026-01-01T00:00:05Z"}]});
@@ -128,6 +139,31 @@ fn counts_pending_and_admitted_workloads_and_usage_with_borrowing() {
             .as_ref()
             .map(|q| q.0.as_str()),
         Some("5")
+    );
+}
+
+#[test]
+fn reserving_counts_apart_from_admitted_until_every_check_is_ready() {
+    // On the manager a workload holds quota while its MultiKueue check is Pending.
+    let workloads = [reserving("r", "lq", "cq", 3), admitted("a", "lq", "cq", 1)];
+    let statuses = run(
+        &workloads,
+        &[cluster_queue("cq", 4)],
+        &[local_queue("lq", "cq")],
+        &active(&["cq"]),
+    );
+    let cq = cq_status(&statuses, "cq");
+    assert_eq!(
+        (cq.reserving_workloads, cq.admitted_workloads),
+        (Some(2), Some(1))
+    );
+    let total = |usage: &[FlavorUsage]| usage[0].resources[0].total.clone().map(|q| q.0);
+    assert_eq!(total(&cq.flavors_reservation).as_deref(), Some("4"));
+    assert_eq!(total(&cq.flavors_usage).as_deref(), Some("1"));
+    let lq = lq_status(&statuses, "lq");
+    assert_eq!(
+        (lq.reserving_workloads, lq.admitted_workloads),
+        (Some(2), Some(1))
     );
 }
 
