@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 use crate::multikueue::{Env, ManagerProcess, eventually};
+use crate::workers::merge;
 
 /// How long a suite step may take.
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -305,18 +306,6 @@ pub fn queue(env: &Env, base: &str, lq: &'static str, cpus: u32, extra: Value) -
         lq,
         cpus,
         extra,
-    }
-}
-
-/// Merges `extra` into `base`, object by object.
-fn merge(base: &mut Value, extra: &Value) {
-    match (base, extra) {
-        (Value::Object(b), Value::Object(e)) => {
-            for (k, v) in e {
-                merge(b.entry(k.clone()).or_insert(Value::Null), v);
-            }
-        }
-        (b, e) => *b = e.clone(),
     }
 }
 

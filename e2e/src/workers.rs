@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::multikueue::{Env, ManagerProcess};
 
 /// Merges `extra` into `base`, object by object (a small JSON merge patch).
-fn merge(base: &mut Value, extra: &Value) {
+pub(crate) fn merge(base: &mut Value, extra: &Value) {
     match (base, extra) {
         (Value::Object(b), Value::Object(e)) => {
             for (k, v) in e {
