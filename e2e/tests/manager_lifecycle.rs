@@ -266,6 +266,41 @@ async fn a_worker_down_during_admission_gets_its_loser_removed_on_return() {
     .await;
 }
 
+/// A replica deletion the worker refuses (409) is tried again soon, not at the next
+/// periodic look: nothing else wakes a workload that is being deleted or has finished. (The
+/// chaos soak found a finished workload's replica left behind after an injected 409.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_replica_deletion_is_tried_again() {
+    let Some(mut env) = Env::start_for_faults(2).await else {
+        return;
+    };
+    let _manager = env.start_manager(FAST).expect("manager");
+    admitted_on(&env, 1).await;
+    gone_from(&env, 2, "job").await;
+    let worker = env.testbed_worker(1).expect("testbed");
+    worker.faults().fail_writes(1.0, 409);
+    let injected = worker.faults().injected();
+    env.delete("job").await.expect("delete");
+    eventually(
+        WAIT,
+        "the manager's deletion on worker-1 refused",
+        || async { (worker.faults().injected() > injected).then_some(()) },
+    )
+    .await;
+    worker.faults().clear();
+    gone_from(&env, 1, "job").await;
+    eventually(WAIT, "manager workload deleted", || async {
+        env.manager_workloads()
+            .get_opt("job")
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orphaned_replicas_are_collected_when_their_worker_returns() {
     let Some(mut env) = Env::start_for_faults(2).await else {

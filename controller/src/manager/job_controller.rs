@@ -107,13 +107,20 @@ async fn execute(
         ) else {
             continue;
         };
-        delete_job_copy(&worker, copy)
-            .await
-            .map_err(|source| ReconcileError::Api {
-                action: "delete Job copy",
-                cluster: deletion.cluster.clone(),
-                source,
-            })?;
+        match delete_job_copy(&worker, copy).await {
+            Ok(()) => {}
+            // Refused (a stale uid, or the server could not): look again with fresh data.
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                return Ok(Action::requeue(AFTER_CONFLICT));
+            }
+            Err(source) => {
+                return Err(ReconcileError::Api {
+                    action: "delete Job copy",
+                    cluster: deletion.cluster.clone(),
+                    source,
+                });
+            }
+        }
         tracing::info!(job = %job.name_any(), cluster = %deletion.cluster, reason = %deletion.reason, "Job copy deleted");
         publish(
             ctx,
@@ -143,8 +150,11 @@ async fn execute(
                     format!("created the Job on {cluster}, where its workload was admitted"),
                 );
             }
-            // A copy we made already exists: the cache will show it.
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            // A copy we made already exists (the cache will show it), or the create was
+            // refused: either way, look again soon rather than at the periodic look.
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                return Ok(Action::requeue(AFTER_CONFLICT));
+            }
             Err(source) => {
                 return Err(ReconcileError::Api {
                     action: "create Job copy",

@@ -5,7 +5,7 @@ use baton_crds::workload::Workload;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 
-use super::is_conflict;
+use super::{Outcome, is_conflict};
 use crate::manager::context::Context;
 use crate::manager::events::publish;
 use crate::manager::lifecycle::EventType;
@@ -23,16 +23,18 @@ use NotCreated::{Failed, Taken};
 
 /// Creates the replica of `wl` on each of `clusters`. A replica of ours that exists already
 /// (409) is fine; a Workload of that name that is not ours, and other failures, are reported
-/// as events and retried by the next pass.
-pub async fn run(ctx: &Context, wl: &Workload, clusters: &[String]) {
+/// as events. A transient failure is `Outcome::Conflict`: the pass is tried again soon, since
+/// a worker without its replica may never wake this workload again.
+pub async fn run(ctx: &Context, wl: &Workload, clusters: &[String]) -> Outcome {
     if clusters.is_empty() {
-        return;
+        return Outcome::Done;
     }
     let ns = wl.namespace().unwrap_or_default();
     let name = wl.name_any();
     let origin = ctx.config.origin.as_str();
     let replica = build_replica(wl, origin, ctx.config.orchestrated_preemption);
     let mut created: Vec<&str> = Vec::new();
+    let mut outcome = Outcome::Done;
     let creations = clusters.iter().filter_map(|cluster| {
         let WorkerState::Active(worker) = ctx.pool.state(cluster) else {
             return None;
@@ -43,9 +45,11 @@ pub async fn run(ctx: &Context, wl: &Workload, clusters: &[String]) {
             let result = match api.create(&PostParams::default(), replica).await {
                 // The name is taken: by our replica (the cache will show it), or by a
                 // Workload someone else made there, which must be reported, not waited for.
+                // Nothing there after all: the create was refused, and must be tried again.
                 Err(e) if is_conflict(&e) => match api.get_opt(&replica.name_any()).await {
                     Ok(Some(existing)) if !is_ours(&existing, origin) => Err(Taken),
-                    _ => Ok(None),
+                    Ok(Some(_)) => Ok(None),
+                    _ => Err(Failed(e)),
                 },
                 Err(e) => Err(Failed(e)),
                 Ok(created) => Ok(Some(created)),
@@ -72,17 +76,31 @@ pub async fn run(ctx: &Context, wl: &Workload, clusters: &[String]) {
             }
             Err(Failed(source)) => {
                 let message = format!("cannot create the replica on {cluster}: {source}");
+                if is_transient(&source) {
+                    outcome = Outcome::Conflict;
+                }
                 creation_failed(ctx, wl, cluster, message, "create replica").await;
             }
         }
     }
     if created.is_empty() {
-        return;
+        return outcome;
     }
     ctx.metrics.workloads_dispatched.inc();
     // No event: the MultiKueue check's message in the status says where the workload is
     // dispatched, and on a busy manager every event is an API write.
     tracing::debug!(workload = %name, clusters = %created.join(", "), "replicas created");
+    outcome
+}
+
+/// A failure that trying again may cure: refused (409), throttled (429), a server error, or
+/// no answer. Others (a missing namespace, no permission, an invalid object) wait for a
+/// change, not a timer: retrying them would only repeat the Warning.
+fn is_transient(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(status) => status.code == 409 || status.code == 429 || status.code >= 500,
+        _ => true,
+    }
 }
 
 /// Logs, reports (a Warning on the manager Workload) and counts a replica not created.
@@ -109,4 +127,31 @@ async fn creation_failed(
             reason: reason.into(),
         })
         .inc();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_transient;
+
+    fn answered(code: u16) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure("refused", "Reason")
+                .with_code(code)
+                .boxed(),
+        )
+    }
+
+    #[test]
+    fn refusals_throttling_and_server_errors_are_retried_soon() {
+        for code in [409, 429, 500, 503] {
+            assert!(is_transient(&answered(code)), "{code}");
+        }
+    }
+
+    #[test]
+    fn errors_that_need_a_change_wait_for_one() {
+        for code in [400, 403, 404, 422] {
+            assert!(!is_transient(&answered(code)), "{code}");
+        }
+    }
 }

@@ -11,7 +11,7 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Preconditions};
 
-use super::{is_conflict, is_not_found};
+use super::{Outcome, is_conflict, is_not_found};
 use crate::manager::context::{Context, ReconcileError};
 use crate::manager::events::publish;
 use crate::manager::lifecycle::{Deletion, EventType, FINISHED_REASON};
@@ -24,7 +24,7 @@ pub async fn run(
     wl: &Workload,
     replicas: &BTreeMap<String, Workload>,
     deletions: &[Deletion],
-) -> Result<(), ReconcileError> {
+) -> Result<Outcome, ReconcileError> {
     let ns = wl.namespace().unwrap_or_default();
     let name = wl.name_any();
     let requests = deletions.iter().filter_map(|deletion| {
@@ -43,6 +43,7 @@ pub async fn run(
         })
     });
     let mut removed: Vec<&Deletion> = Vec::new();
+    let mut outcome = Outcome::Done;
     for (deletion, result) in futures::future::join_all(requests).await {
         match result {
             Ok(_) => {
@@ -52,9 +53,13 @@ pub async fn run(
                     removed.push(deletion);
                 }
             }
-            Err(e) if is_not_found(&e) || is_conflict(&e) => {
+            Err(e) if is_not_found(&e) => {
                 ctx.forget_created(&deletion.cluster, wl);
             }
+            // Refused: our copy's uid is stale, or the server could not do it now. Either
+            // way the replica may still be there, and nothing else would wake this
+            // workload (a finished one waits for nothing): look again with fresh data.
+            Err(e) if is_conflict(&e) => outcome = Outcome::Conflict,
             Err(source) => {
                 report_removed(ctx, wl, &removed).await;
                 return Err(ReconcileError::Api {
@@ -66,7 +71,7 @@ pub async fn run(
         }
     }
     report_removed(ctx, wl, &removed).await;
-    Ok(())
+    Ok(outcome)
 }
 
 /// One event for the announced replicas a pass removed (each event is an API write on the
@@ -143,7 +148,7 @@ pub async fn delete_job_copies(worker: &Connected, workload: &str, origin: &str,
 }
 
 /// Deletes one Job copy (by uid, so a newer Job of the same name is never touched), with its
-/// pods. Already gone counts as done.
+/// pods. Already gone counts as done; a refusal (409) does not: the copy may still be there.
 pub async fn delete_job_copy(worker: &Connected, copy: &Job) -> Result<(), kube::Error> {
     let api: Api<Job> =
         Api::namespaced(worker.client.clone(), &copy.namespace().unwrap_or_default());
@@ -153,7 +158,7 @@ pub async fn delete_job_copy(worker: &Connected, copy: &Job) -> Result<(), kube:
     };
     match api.delete(&copy.name_any(), &params).await {
         Ok(_) => Ok(()),
-        Err(e) if is_not_found(&e) || is_conflict(&e) => Ok(()),
+        Err(e) if is_not_found(&e) => Ok(()),
         Err(e) => Err(e),
     }
 }

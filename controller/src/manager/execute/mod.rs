@@ -21,6 +21,10 @@ use super::lifecycle::Plan;
 /// A conflict means our cache was stale: look again soon, with fresh data.
 const AFTER_CONFLICT: Duration = Duration::from_millis(50);
 
+/// A replica not created (the worker failed or refused the request) is tried again after
+/// this long, as a failed reconcile is.
+const RETRY_CREATION: Duration = Duration::from_secs(2);
+
 /// Carries out `plan` for manager Workload `wl`, whose replicas the plan was made from.
 pub async fn execute(
     ctx: &Context,
@@ -35,8 +39,10 @@ pub async fn execute(
             Outcome::Conflict => Action::requeue(AFTER_CONFLICT),
         });
     }
-    deletions::run(ctx, wl, replicas, &plan.delete).await?;
-    creations::run(ctx, wl, &plan.create).await;
+    if deletions::run(ctx, wl, replicas, &plan.delete).await? == Outcome::Conflict {
+        return Ok(Action::requeue(AFTER_CONFLICT));
+    }
+    let created = creations::run(ctx, wl, &plan.create).await;
     if let Some(opening) = &plan.open_gate
         && gate::open(ctx, wl, replicas, opening).await? == Outcome::Conflict
     {
@@ -51,16 +57,17 @@ pub async fn execute(
             Outcome::Conflict => Action::requeue(AFTER_CONFLICT),
         });
     }
-    Ok(match plan.requeue_after {
-        Some(after) => Action::requeue(after),
-        // A periodic look even when idle, so a lost event never strands a workload.
-        None => Action::requeue(Duration::from_secs(300)),
-    })
+    // A periodic look even when idle, so a lost event never strands a workload.
+    let mut after = plan.requeue_after.unwrap_or(Duration::from_secs(300));
+    if created == Outcome::Conflict {
+        after = after.min(RETRY_CREATION);
+    }
+    Ok(Action::requeue(after))
 }
 
 /// How a write ended when it did not fail.
 #[derive(Debug, PartialEq, Eq)]
-enum Outcome {
+pub enum Outcome {
     Done,
     /// Refused because our copy was stale.
     Conflict,
