@@ -113,6 +113,7 @@ fn pending(range: std::ops::Range<usize>) -> Vec<PendingModel> {
                 queue,
                 gate_closed: false,
                 victims_in_flight: Vec::new(),
+                yields_to: None,
             }
         })
         .collect()
@@ -259,6 +260,7 @@ fn main() {
                     queue: a.0.queue,
                     gate_closed: false,
                     victims_in_flight: Vec::new(),
+                    yields_to: None,
                 });
             } else if i % 2 == 0 {
                 keep.push(a);

@@ -375,6 +375,7 @@ pub fn build(objects: &Objects<'_>, in_flight: &HashMap<String, Vec<String>>) ->
             queue,
             gate_closed: preemption_gated(wl),
             victims_in_flight: in_flight.get(&key).cloned().unwrap_or_default(),
+            yields_to: evicted_for(conditions),
         });
     }
 
@@ -401,6 +402,12 @@ pub fn build(objects: &Objects<'_>, in_flight: &HashMap<String, Vec<String>>) ->
     for p in &mut pending {
         p.victims_in_flight
             .retain(|v| still_admitted.contains(v.as_str()));
+    }
+    // A victim back in its queue yields only to a preemptor that still waits.
+    let pending_keys: std::collections::HashSet<String> =
+        pending.iter().map(|p| p.workload.key.clone()).collect();
+    for p in &mut pending {
+        p.yields_to = p.yields_to.take().filter(|k| pending_keys.contains(k));
     }
     // Evicted victims still holding quota (Jobs' workloads) name their preemptor: a
     // restarted shim, which forgot whom it chose, keeps waiting for them instead of

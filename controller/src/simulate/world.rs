@@ -116,6 +116,7 @@ impl Entry {
                 queue: 0,
                 gate_closed: gated,
                 victims_in_flight: Vec::new(),
+                yields_to: None,
             },
             cpu_milli: w.cpu_milli,
             state: State::Pending,

@@ -299,3 +299,37 @@ fn a_preemptor_waits_for_evicting_victims_that_name_it_after_a_restart() {
         .unwrap();
     assert_eq!(boss.victims_in_flight, vec!["ns/victim".to_string()]);
 }
+
+#[test]
+fn a_victim_back_in_its_queue_yields_only_to_a_preemptor_that_still_waits() {
+    let mut c = Cluster::new(quota_spec(json!(4)));
+    // Evicted and its quota released: pending, its Evicted condition naming the preemptor.
+    let returned = |name: &str, preemptor: &str| {
+        workload(
+            name,
+            json!({"status": {"conditions": [
+                {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "", "lastTransitionTime": "2026-01-01T00:00:10Z"},
+                {"type": "Evicted", "status": "True", "reason": "Preempted",
+                 "message": format!("Preempted to accommodate workload {preemptor} due to reclamation within the cohort"),
+                 "lastTransitionTime": "2026-01-01T00:00:09Z"}]}}),
+        )
+    };
+    c.workloads.push(returned("victim", "ns/boss"));
+    c.workloads.push(returned("orphan", "ns/gone"));
+    c.workloads.push(workload("boss", json!({})));
+    let built = c.build();
+    let yields = |key: &str| {
+        built
+            .pending
+            .iter()
+            .find(|p| p.workload.key == key)
+            .map(|p| p.yields_to.clone())
+    };
+    assert_eq!(yields("ns/victim"), Some(Some("ns/boss".to_string())));
+    assert_eq!(
+        yields("ns/orphan"),
+        Some(None),
+        "its preemptor is not pending"
+    );
+    assert_eq!(yields("ns/boss"), Some(None));
+}

@@ -13,7 +13,7 @@
 //! pass it. A preemptor that is evicting its victims is not set aside: it is about to fit.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use baton_crds::cluster_queue::QueueingStrategy;
 use baton_crds::workload::PreemptionCost;
@@ -251,6 +251,11 @@ pub fn schedule_drafts<'a>(
     // quota here until their pods are gone, and preemptors hold nothing yet.
     let mut held = snapshot.quota.clone();
     let mut drafts = Vec::with_capacity(pending.len());
+    let queue_of: HashMap<&str, usize> = pending
+        .iter()
+        .map(|p| (p.workload.key.as_str(), p.queue))
+        .collect();
+    let mut decided = HashSet::new();
     let starts: Vec<Option<usize>> = by_queue
         .iter()
         .map(|l| (!l.is_empty()).then_some(0))
@@ -264,6 +269,8 @@ pub fn schedule_drafts<'a>(
             excluded: &mut excluded,
             held: &mut held,
             drafts: &mut drafts,
+            queue_of: &queue_of,
+            decided: &mut decided,
         },
         now,
     );
@@ -276,6 +283,8 @@ pub fn schedule_drafts<'a>(
             excluded: &mut excluded,
             held: &mut held,
             drafts: &mut drafts,
+            queue_of: &queue_of,
+            decided: &mut decided,
         },
         now,
     );
@@ -289,6 +298,10 @@ struct Cycle<'c, 'a> {
     /// The quota held now, victims included (see `schedule`).
     held: &'c mut QuotaState,
     drafts: &'c mut Vec<Draft<'a>>,
+    /// The queue of every pending workload of the cycle, by key.
+    queue_of: &'c HashMap<&'a str, usize>,
+    /// Pending workloads with a draft.
+    decided: &'c mut HashSet<&'a str>,
 }
 
 /// One merge over the queues from `starts`; returns where each queue paused (first pass).
@@ -313,12 +326,46 @@ fn pass<'a>(
             });
         }
     }
-    while let Some(head) = heap.pop() {
+    // A victim back in its queue waits, within the pass, for the preemptor it was evicted
+    // for (in another queue) to be decided or paused: otherwise, first in queue order, it
+    // takes back the room it was evicted to free, and its preemptor, no longer fitting,
+    // evicts it again the cycle after (a livelock). Keyed by the preemptor.
+    let mut parked: HashMap<&'a str, Vec<Head<'a>>> = HashMap::new();
+    let mut unparked: HashSet<&'a str> = HashSet::new();
+    loop {
+        let Some(head) = heap.pop() else {
+            // Preemptors this pass never reached (their queue is blocked): their victims go.
+            if parked.is_empty() {
+                break;
+            }
+            for head in parked.drain().flat_map(|(_, heads)| heads) {
+                unparked.insert(&head.pending.workload.key);
+                heap.push(head);
+            }
+            continue;
+        };
         let pending: &'a PendingModel = by_queue[head.queue][head.position];
+        let key = pending.workload.key.as_str();
+        if let Some(preemptor) = pending.yields_to.as_deref()
+            && !unparked.contains(key)
+            && !cycle.decided.contains(preemptor)
+            && cycle
+                .queue_of
+                .get(preemptor)
+                .is_some_and(|q| *q != head.queue)
+        {
+            parked.entry(preemptor).or_default().push(head);
+            continue;
+        }
+        for head in parked.remove(key).into_iter().flatten() {
+            unparked.insert(&head.pending.workload.key);
+            heap.push(head);
+        }
         let Some(draft) = decide(snapshot, pending, nominal_only, cycle, now) else {
             paused[head.queue] = Some(head.position);
             continue;
         };
+        cycle.decided.insert(key);
         let admitted = matches!(draft.outcome, DraftOutcome::Admit);
         let strict = snapshot.queues[head.queue].strategy == QueueingStrategy::StrictFIFO;
         cycle.drafts.push(draft);

@@ -107,6 +107,10 @@ pub struct PendingModel {
     pub gate_closed: bool,
     /// Victims this workload already chose that still hold quota (delayed preemption).
     pub victims_in_flight: Vec<String>,
+    /// The pending workload it was evicted for (its `Evicted` condition names it): in a
+    /// cycle it is decided after that one, so it does not take back the room it was evicted
+    /// to free (see `cycle::pass`).
+    pub yields_to: Option<String>,
 }
 
 /// Usage by name: (flavor, resource, milli-units); interned when the snapshot is built.

@@ -335,6 +335,7 @@ fn pending(index: usize, queues: usize) -> impl Strategy<Value = (PendingModel, 
                 queue,
                 gate_closed,
                 victims_in_flight: Vec::new(),
+                yields_to: None,
             };
             (model, in_flight)
         })

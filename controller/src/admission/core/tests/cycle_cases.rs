@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{Taint, Toleration};
 use baton_crds::workload::PreemptionCost;
 
 use super::world::{World, decision, workload};
-use crate::admission::core::cycle::{Outcome, VictimChoice};
+use crate::admission::core::cycle::{Decision, Outcome, VictimChoice};
 use crate::admission::core::model::QueueProblem;
 use crate::admission::core::preempt::PreemptReason;
 
@@ -419,6 +419,41 @@ fn a_preemptor_with_victims_in_flight_chooses_no_new_ones() {
         }
     );
     assert!(!decision(&d, "ns/preemptor").set_aside);
+}
+
+/// A cohort of two queues with 4 cpus each; `ns/stays` holds 2 of qa's. `ns/victim` (qa,
+/// 4 cpus, older) was evicted for `ns/preemptor` (qb, 6 cpus) and is back in its queue. Both
+/// borrow, so one cycle decides them in queue order: the older victim first.
+fn victim_back_beside_its_preemptor(yields: bool) -> Vec<Decision> {
+    let mut w = World::default();
+    let qa = w.queue("qa", Some("cohort"), &[("default", 4)]);
+    let qb = w.queue("qb", Some("cohort"), &[("default", 4)]);
+    w.admit(qa, "default", workload("ns/stays", 0, 0, 2), 0);
+    w.submit(qa, workload("ns/victim", 0, 1, 4));
+    if let Some(p) = w.pending.last_mut() {
+        p.yields_to = yields.then(|| "ns/preemptor".to_string());
+    }
+    w.submit(qb, workload("ns/preemptor", 0, 5, 6));
+    w.run()
+}
+
+#[test]
+fn a_victim_back_in_its_queue_yields_to_its_waiting_preemptor() {
+    let d = victim_back_beside_its_preemptor(true);
+    assert_eq!(decision(&d, "ns/preemptor").outcome, Outcome::Admit);
+    assert_ne!(decision(&d, "ns/victim").outcome, Outcome::Admit);
+    // The order of the cycle's drafts: the preemptor was decided first.
+    let order: Vec<&str> = d.iter().map(|d| d.key.as_str()).collect();
+    assert_eq!(order, vec!["ns/preemptor", "ns/victim"]);
+}
+
+#[test]
+fn without_yielding_the_victim_would_take_back_its_room() {
+    // The livelock the property `cycles_never_evict_a_victim_twice` found: the victim goes
+    // first, fits, and its preemptor no longer does (and evicts it again next cycle).
+    let d = victim_back_beside_its_preemptor(false);
+    assert_eq!(decision(&d, "ns/victim").outcome, Outcome::Admit);
+    assert_ne!(decision(&d, "ns/preemptor").outcome, Outcome::Admit);
 }
 
 #[test]

@@ -119,6 +119,7 @@ impl World {
             queue,
             gate_closed: false,
             victims_in_flight: Vec::new(),
+            yields_to: None,
         });
     }
 
