@@ -72,6 +72,23 @@ async fn gone_from(env: &Env, i: usize, name: &str) {
     .await
 }
 
+async fn manager_workload_gone(env: &Env, name: &str) {
+    eventually(
+        WAIT,
+        &format!("manager workload {name} deleted"),
+        || async {
+            env.manager_workloads()
+                .get_opt(name)
+                .await
+                .ok()
+                .flatten()
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dispatch_winner_losers_and_cleanup() {
     let mut env = Env::start(3).await.expect("env");
@@ -145,16 +162,7 @@ async fn dispatch_winner_losers_and_cleanup() {
 
     env.delete("job").await.expect("delete");
     gone_from(&env, 2, "job").await;
-    eventually(WAIT, "manager workload deleted", || async {
-        env.manager_workloads()
-            .get_opt("job")
-            .await
-            .ok()
-            .flatten()
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    manager_workload_gone(&env, "job").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -289,16 +297,7 @@ async fn a_refused_replica_deletion_is_tried_again() {
     .await;
     worker.faults().clear();
     gone_from(&env, 1, "job").await;
-    eventually(WAIT, "manager workload deleted", || async {
-        env.manager_workloads()
-            .get_opt("job")
-            .await
-            .ok()
-            .flatten()
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    manager_workload_gone(&env, "job").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

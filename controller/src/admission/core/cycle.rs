@@ -251,10 +251,20 @@ pub fn schedule_drafts<'a>(
     // quota here until their pods are gone, and preemptors hold nothing yet.
     let mut held = snapshot.quota.clone();
     let mut drafts = Vec::with_capacity(pending.len());
-    let queue_of: HashMap<&str, usize> = pending
+    // Preemptors some returned victim yields to, with their queue (usually none).
+    let awaited: HashSet<&str> = pending
         .iter()
-        .map(|p| (p.workload.key.as_str(), p.queue))
+        .filter_map(|p| p.yields_to.as_deref())
         .collect();
+    let queue_of: HashMap<&str, usize> = if awaited.is_empty() {
+        HashMap::new()
+    } else {
+        pending
+            .iter()
+            .filter(|p| awaited.contains(p.workload.key.as_str()))
+            .map(|p| (p.workload.key.as_str(), p.queue))
+            .collect()
+    };
     let mut decided = HashSet::new();
     let starts: Vec<Option<usize>> = by_queue
         .iter()
@@ -298,9 +308,9 @@ struct Cycle<'c, 'a> {
     /// The quota held now, victims included (see `schedule`).
     held: &'c mut QuotaState,
     drafts: &'c mut Vec<Draft<'a>>,
-    /// The queue of every pending workload of the cycle, by key.
+    /// The queue of each pending preemptor that a returned victim yields to, by key.
     queue_of: &'c HashMap<&'a str, usize>,
-    /// Pending workloads with a draft.
+    /// Those preemptors that have a draft.
     decided: &'c mut HashSet<&'a str>,
 }
 
@@ -365,7 +375,9 @@ fn pass<'a>(
             paused[head.queue] = Some(head.position);
             continue;
         };
-        cycle.decided.insert(key);
+        if cycle.queue_of.contains_key(key) {
+            cycle.decided.insert(key);
+        }
         let admitted = matches!(draft.outcome, DraftOutcome::Admit);
         let strict = snapshot.queues[head.queue].strategy == QueueingStrategy::StrictFIFO;
         cycle.drafts.push(draft);
