@@ -8,6 +8,7 @@ use baton_crds::MultiKueueCluster;
 use baton_crds::conditions::find_condition;
 use baton_crds::constants::condition;
 use baton_e2e::multikueue::{Env, eventually};
+use baton_testbed::server::TestCluster;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::Api;
 
@@ -119,6 +120,13 @@ async fn a_transient_watch_error_keeps_a_worker_whose_api_answers_active() {
     assert!(!log.contains("worker cluster unreachable"), "{log}");
 }
 
+async fn end_watches_every_second(worker: &TestCluster) {
+    loop {
+        worker.end_watches();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_errors_that_persist_disconnect_a_worker_whose_api_answers() {
     let Some(mut env) = Env::start_for_faults(1).await else {
@@ -129,10 +137,15 @@ async fn watch_errors_that_persist_disconnect_a_worker_whose_api_answers() {
     let worker = env.testbed_worker(1).expect("testbed");
 
     worker.faults().fail_requests(1.0, 500);
-    worker.end_watches();
     let start = Instant::now();
     // Five errors in a row over at least 30 s; the watcher's backoff makes that 30 to 100 s.
-    let down = active_is(&env, 1, "False", Duration::from_secs(150)).await;
+    // Watches are ended again every second: one the manager was opening as the faults began
+    // may have passed the fault check and subscribed after a single `end_watches`, and then
+    // it would stay healthy (clean-clone CI saw no disconnect in 150 s once).
+    let down = tokio::select! {
+        down = active_is(&env, 1, "False", Duration::from_secs(150)) => down,
+        () = end_watches_every_second(worker) => unreachable!("it never returns"),
+    };
     let took = start.elapsed();
     eprintln!("persistent watch errors: disconnected after {took:?}");
     assert!(

@@ -326,7 +326,7 @@ async fn connect_and_watch(
     while let Some(event) = events.next().await {
         let event = match event {
             Ok(event) => {
-                health.delivered();
+                health.delivered(&event);
                 event
             }
             Err(e) => {

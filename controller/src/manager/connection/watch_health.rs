@@ -96,9 +96,13 @@ impl WatchHealth {
         self.synced = true;
     }
 
-    /// The watch delivered an event: any run of errors is over.
-    pub fn delivered(&mut self) {
-        self.run = None;
+    /// The watch yielded `event`: if it came from the server, any run of errors is over.
+    /// `Init` does not: the watcher yields it before it sends the list request of a re-list
+    /// (after a 410 Gone), so a re-list failing again and again would end every run.
+    pub fn delivered<K>(&mut self, event: &kube::runtime::watcher::Event<K>) {
+        if !matches!(event, kube::runtime::watcher::Event::Init) {
+            self.run = None;
+        }
     }
 
     /// A watch failed with `error` at `now`, and the probe that followed found `probe`.
@@ -146,6 +150,8 @@ fn elapsed(since: DateTime<Utc>, now: DateTime<Utc>) -> Duration {
 
 #[cfg(test)]
 mod tests {
+    use kube::runtime::watcher::Event;
+
     use super::*;
 
     fn at(secs: i64) -> DateTime<Utc> {
@@ -234,8 +240,22 @@ mod tests {
         for t in [0, 10, 20, 29] {
             h.failed(at(t), "500", Probe::Answered);
         }
-        h.delivered();
+        h.delivered(&Event::Apply(()));
         assert_eq!(h.failed(at(31), "500", Probe::Answered), Verdict::Keep);
+    }
+
+    #[test]
+    fn a_relist_starting_again_and_again_does_not_end_the_run() {
+        // After a 410 Gone the watcher yields `Init`, then the list fails; and again.
+        let mut h = synced();
+        for t in [0, 10, 20, 29] {
+            h.failed(at(t), "500", Probe::Answered);
+            h.delivered(&Event::<()>::Init);
+        }
+        assert!(matches!(
+            h.failed(at(31), "500", Probe::Answered),
+            Verdict::Disconnect(_)
+        ));
     }
 
     #[test]
