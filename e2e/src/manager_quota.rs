@@ -491,6 +491,30 @@ impl Suite {
         }
     }
 
+    /// Waits until exactly `reserved` of `names` hold a reservation in `cq` and wait for a
+    /// worker (`check` Pending), and exactly `waiting` wait for manager quota; returns both.
+    pub async fn wait_reserved_and_waiting(
+        &self,
+        names: &[String],
+        (cq, check): (&str, &str),
+        (reserved, waiting): (usize, usize),
+    ) -> (Vec<String>, Vec<String>) {
+        let what = format!("{reserved} reserved on the manager and {waiting} waiting for quota");
+        self.wait(&what, || async {
+            let (mut holding, mut queued) = (Vec::new(), Vec::new());
+            for name in names {
+                let wl = self.manager_wl(name).await?;
+                if reserved_awaiting_worker(&wl, cq, check) {
+                    holding.push(name.clone());
+                } else if waiting_for_quota(&wl) {
+                    queued.push(name.clone());
+                }
+            }
+            (holding.len() == reserved && queued.len() == waiting).then_some((holding, queued))
+        })
+        .await
+    }
+
     /// Waits until the manager's Workload `name` passes `test`; returns it.
     pub async fn wait_wl(
         &self,

@@ -39,21 +39,7 @@ async fn a_manager_queue_of_4_cpus_dispatches_at_most_4_cpus() {
 
     // Exactly four reserve quota on the manager (and are dispatched); two wait.
     let (reserved, waiting) = suite
-        .wait(
-            "4 reserved on the manager and 2 waiting for quota",
-            || async {
-                let (mut reserved, mut waiting) = (Vec::new(), Vec::new());
-                for name in &all {
-                    let wl = suite.manager_wl(name).await?;
-                    if reserved_awaiting_worker(&wl, &cq, &check) {
-                        reserved.push(name.clone());
-                    } else if waiting_for_quota(&wl) {
-                        waiting.push(name.clone());
-                    }
-                }
-                (reserved.len() == 4 && waiting.len() == 2).then_some((reserved, waiting))
-            },
-        )
+        .wait_reserved_and_waiting(&all, (&cq, &check), (4, 2))
         .await;
     for name in &reserved {
         let replicas = suite.wait_replicas_everywhere(name).await;
@@ -709,21 +695,7 @@ async fn a_manager_restart_keeps_the_reservations() {
         suite.submit(name, q.lq, 1, 0).await;
     }
     let (reserved, waiting) = suite
-        .wait(
-            "3 reserved on the manager and 2 waiting for quota",
-            || async {
-                let (mut reserved, mut waiting) = (Vec::new(), Vec::new());
-                for name in &all {
-                    let wl = suite.manager_wl(name).await?;
-                    if reserved_awaiting_worker(&wl, &cq, &check) {
-                        reserved.push(name.clone());
-                    } else if waiting_for_quota(&wl) {
-                        waiting.push(name.clone());
-                    }
-                }
-                (reserved.len() == 3 && waiting.len() == 2).then_some((reserved, waiting))
-            },
-        )
+        .wait_reserved_and_waiting(&all, (&cq, &check), (3, 2))
         .await;
     for name in &reserved {
         suite.wait_replicas_everywhere(name).await;
@@ -1090,20 +1062,8 @@ async fn queue_status_counts_admitted_only_once_a_worker_admits() {
     for name in ["c1", "c2", "c3"] {
         suite.submit(name, q.lq, 1, 0).await;
     }
-    let reserved = suite
-        .wait("2 reserved on the manager and 1 waiting", || async {
-            let mut reserved = Vec::new();
-            let mut waiting = 0;
-            for name in ["c1", "c2", "c3"] {
-                let wl = suite.manager_wl(name).await?;
-                if reserved_awaiting_worker(&wl, &cq, &check) {
-                    reserved.push(name);
-                } else if waiting_for_quota(&wl) {
-                    waiting += 1;
-                }
-            }
-            (reserved.len() == 2 && waiting == 1).then_some(reserved)
-        })
+    let (reserved, _) = suite
+        .wait_reserved_and_waiting(&names("c", 1..=3), (&cq, &check), (2, 1))
         .await;
     suite
         .wait_cq(
@@ -1141,7 +1101,7 @@ async fn queue_status_counts_admitted_only_once_a_worker_admits() {
 
     suite
         .env
-        .admit(1, reserved[0], Utc::now())
+        .admit(1, &reserved[0], Utc::now())
         .await
         .expect("admit");
     suite

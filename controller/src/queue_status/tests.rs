@@ -66,6 +66,16 @@ fn active(names: &[&str]) -> BTreeMap<String, Option<Inactive>> {
     names.iter().map(|n| (n.to_string(), None)).collect()
 }
 
+/// `run` with one active ClusterQueue `cq` of 4 CPUs and its LocalQueue `lq`.
+fn run_on_one_queue(workloads: &[Arc<Workload>]) -> QueueStatuses {
+    run(
+        workloads,
+        &[cluster_queue("cq", 4)],
+        &[local_queue("lq", "cq")],
+        &active(&["cq"]),
+    )
+}
+
 fn run(
     workloads: &[Arc<Workload>],
     cluster_queues: &[Arc<ClusterQueue>],
@@ -109,12 +119,7 @@ fn counts_pending_and_admitted_workloads_and_usage_with_borrowing() {
         admitted("a1", "lq", "cq", 3),
         admitted("a2", "lq", "cq", 2),
     ];
-    let statuses = run(
-        &workloads,
-        &[cluster_queue("cq", 4)],
-        &[local_queue("lq", "cq")],
-        &active(&["cq"]),
-    );
+    let statuses = run_on_one_queue(&workloads);
     let cq = cq_status(&statuses, "cq");
     assert_eq!(cq.pending_workloads, Some(2));
     assert_eq!(cq.admitted_workloads, Some(2));
@@ -146,12 +151,7 @@ fn counts_pending_and_admitted_workloads_and_usage_with_borrowing() {
 fn reserving_counts_apart_from_admitted_until_every_check_is_ready() {
     // On the manager a workload holds quota while its MultiKueue check is Pending.
     let workloads = [reserving("r", "lq", "cq", 3), admitted("a", "lq", "cq", 1)];
-    let statuses = run(
-        &workloads,
-        &[cluster_queue("cq", 4)],
-        &[local_queue("lq", "cq")],
-        &active(&["cq"]),
-    );
+    let statuses = run_on_one_queue(&workloads);
     let cq = cq_status(&statuses, "cq");
     assert_eq!(
         (cq.reserving_workloads, cq.admitted_workloads),
@@ -244,12 +244,7 @@ fn finished_deleted_and_deactivated_workloads_are_not_counted() {
     let mut inactive = serde_json::to_value(pending("i", "lq").as_ref()).unwrap();
     inactive["spec"]["active"] = json!(false);
     let workloads = [object(finished), object(deleted), object(inactive)];
-    let statuses = run(
-        &workloads,
-        &[cluster_queue("cq", 4)],
-        &[local_queue("lq", "cq")],
-        &active(&["cq"]),
-    );
+    let statuses = run_on_one_queue(&workloads);
     let cq = cq_status(&statuses, "cq");
     assert_eq!(
         (cq.pending_workloads, cq.admitted_workloads),
