@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::manager::ungate::{DEFAULT_LEAST_DISRUPTION_WINDOW, UngatingPolicy};
+use baton_core::ungate::{DEFAULT_LEAST_DISRUPTION_WINDOW, UngatingPolicy};
 
 /// An invalid configuration, naming the field at fault.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

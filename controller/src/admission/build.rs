@@ -21,12 +21,12 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::ResourceExt;
 
-use super::core::model::{
+use baton_core::admission::model::{
     AdmittedModel, FlavorModel, GroupModel, PendingModel, PodSetModel, QueueModel, QueueProblem,
     Snapshot, WorkloadModel,
 };
-use super::core::quota::Limits;
-use super::victims::{self, AnnotationProblem, Budget, VictimPolicy};
+use baton_core::admission::quota::Limits;
+use baton_core::victims::{self, AnnotationProblem, Budget, VictimPolicy};
 
 /// Everything the caches hold, borrowed.
 pub struct Objects<'a> {
@@ -62,7 +62,7 @@ pub struct Built {
     pub snapshot: Snapshot,
     pub pending: Vec<PendingModel>,
     /// What could make a set-aside pending workload admissible, by key.
-    pub fingerprints: HashMap<String, String>,
+    pub fingerprints: HashMap<String, u64>,
     pub problems: Vec<WorkloadProblem>,
     pub class_problems: Vec<ClassProblem>,
     /// Admitted workloads per queue name, for queue status.
@@ -92,8 +92,9 @@ impl PriorityClasses for Classes<'_> {
     }
 }
 
-/// Builds the snapshot. `in_flight` lists, per preemptor key, the victims it chose earlier.
-pub fn build(objects: &Objects<'_>, in_flight: &HashMap<String, Vec<String>>) -> Built {
+/// Builds the snapshot. A pending preemptor's `victims_in_flight` are those whose `Evicted`
+/// condition names it and that still hold quota; the loop's step adds the ones it remembers.
+pub fn build(objects: &Objects<'_>) -> Built {
     let classes = Classes {
         workload: objects
             .workload_classes
@@ -374,7 +375,7 @@ pub fn build(objects: &Objects<'_>, in_flight: &HashMap<String, Vec<String>>) ->
             workload: model,
             queue,
             gate_closed: preemption_gated(wl),
-            victims_in_flight: in_flight.get(&key).cloned().unwrap_or_default(),
+            victims_in_flight: Vec::new(),
             yields_to: evicted_for(conditions),
         });
     }
@@ -396,13 +397,6 @@ pub fn build(objects: &Objects<'_>, in_flight: &HashMap<String, Vec<String>>) ->
         .collect();
 
     let snapshot = Snapshot::new(queues, flavors, limits, admitted, budgets);
-    // Victims still holding quota are those still admitted.
-    let still_admitted: std::collections::HashSet<&str> =
-        admitted_keys.iter().map(String::as_str).collect();
-    for p in &mut pending {
-        p.victims_in_flight
-            .retain(|v| still_admitted.contains(v.as_str()));
-    }
     // A victim back in its queue yields only to a preemptor that still waits.
     let pending_keys: std::collections::HashSet<String> =
         pending.iter().map(|p| p.workload.key.clone()).collect();
@@ -515,13 +509,17 @@ fn creation(wl: &Workload) -> DateTime<Utc> {
         .unwrap_or_default()
 }
 
-/// What of a pending workload can make it admissible again: its spec and its gates.
-fn fingerprint(wl: &Workload) -> String {
-    let mut text = format!("{}", wl.metadata.generation.unwrap_or(0));
+/// What of a pending workload can make it admissible again, hashed: its spec (generation)
+/// and its gates' states.
+fn fingerprint(wl: &Workload) -> u64 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut hasher = DefaultHasher::new();
+    wl.metadata.generation.unwrap_or(0).hash(&mut hasher);
     for gate in gates(wl) {
-        text.push_str(&format!(";{}={:?}", gate.name, gate.state));
+        gate.name.hash(&mut hasher);
+        format!("{:?}", gate.state).hash(&mut hasher);
     }
-    text
+    hasher.finish()
 }
 
 #[cfg(test)]

@@ -8,9 +8,7 @@
 
 pub mod build;
 pub mod checks;
-pub mod core;
 pub mod scheduler;
 pub mod scope;
 pub mod status;
-pub mod victims;
 pub mod writes;

@@ -32,18 +32,17 @@ use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
 
-use super::build::{Objects, build, key_of};
+use super::build::{Objects, WorkloadProblem, build, key_of};
 use super::checks::checks_for;
-use super::core::cycle::{Decision, Outcome, schedule};
-use super::core::model::{PendingModel, QueueModel};
-use super::core::preempt::PreemptReason;
-use super::core::queues::{Capacity, QueueState};
 pub use super::scope::Scope;
 use super::scope::{mark_inactive, scoped_queues, scoped_workloads};
 use super::status::{self, Holding};
 use super::writes::{Rules, Write, upkeep_writes, writes_for};
 use crate::metrics::{ClassLabel, ErrorLabel, Metrics, PendingLabel, QueueLabel};
 use crate::queue_status::{self, Inactive, QueueInputs, queue_statuses};
+use baton_core::admission::cycle::{Decision, Outcome};
+use baton_core::admission::model::{PendingModel, QueueModel};
+use baton_core::admission::step::LoopMemory;
 
 /// How long the loop waits after a change for more changes to batch into one cycle.
 const BATCH_WINDOW: Duration = Duration::from_millis(5);
@@ -121,16 +120,12 @@ pub struct Role {
     pub holding: Holding,
 }
 
-/// What the loop remembers between cycles.
+/// What the loop remembers between cycles: the core's memory (set-aside workloads, victims
+/// in flight, their reasons) and the shell's own (written objects the cache has not caught
+/// up with, reported problems, queue-status pacing).
 #[derive(Default)]
 pub struct LoopState {
-    queues: QueueState,
-    capacity: Option<Capacity>,
-    /// Preemptor key → victims it chose (delayed preemption).
-    in_flight: HashMap<String, Vec<String>>,
-    /// Why each victim in flight was chosen, by (preemptor, victim): a retried eviction
-    /// gives the same reason.
-    reasons: HashMap<(String, String), PreemptReason>,
+    memory: LoopMemory,
     /// key → (resourceVersion the write replaced, the written object).
     overlay: HashMap<String, (Option<String>, Arc<Workload>)>,
     reported_class_problems: HashSet<String>,
@@ -143,7 +138,7 @@ pub struct LoopState {
 impl LoopState {
     /// Forgets what capacity the last cycle saw: every set-aside workload is tried again.
     pub fn resync(&mut self) {
-        self.capacity = None;
+        self.memory.resync();
     }
 }
 
@@ -175,7 +170,7 @@ fn merged_workloads(shell: &Shell, state: &mut LoopState) -> Vec<Arc<Workload>> 
     out
 }
 
-/// One scheduling cycle: decide, write, and keep the queues' status.
+/// One scheduling cycle: decide (the core's step), write, and keep the queues' status.
 pub async fn cycle(shell: &Shell, state: &mut LoopState) {
     let started = Instant::now();
     let now = Utc::now();
@@ -200,68 +195,29 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
         budgets: &pdbs,
         namespaces: &nss,
     };
-    let mut built = build(&objects, &state.in_flight);
+    let mut built = build(&objects);
     mark_inactive(&scope, &mut built.snapshot.queues);
     report_class_problems(shell, state, &built.class_problems, &wpcs, &pcs);
 
-    // Set-aside workloads come back when their queue's capacity grows compared with what
-    // the last cycle saw after its own admissions (an admission whose write failed frees
-    // its quota again). A resync counts as growth everywhere.
-    let capacity = Capacity::of(&built.snapshot);
-    match &state.capacity {
-        Some(previous) => {
-            state.queues.requeue(&capacity.grown_since(previous));
-        }
-        None => {
-            state.queues.retain(|_| false);
-        }
-    }
-    state.queues.retain(|k| built.fingerprints.contains_key(k));
-    // Preemptors no longer pending (admitted, deleted, finished) need no memory of victims.
-    // One deleted before it reserved quota evicted its victims for nothing (a MultiKueue
-    // replica whose workload ran elsewhere): the victims whose eviction landed (or that are
-    // gone since) are counted; an eviction that never landed cost nothing.
-    let present: HashSet<String> = workloads.iter().map(|w| key_of(w)).collect();
-    let evicted: HashSet<String> = workloads
-        .iter()
-        .filter(|w| {
-            w.status
-                .as_ref()
-                .is_some_and(|s| is_condition_true(&s.conditions, condition::EVICTED))
-        })
-        .map(|w| key_of(w))
-        .collect();
-    let metrics = &shell.metrics;
-    state.in_flight.retain(|k, victims| {
-        if !present.contains(k) {
-            let wasted = victims
-                .iter()
-                .filter(|v| evicted.contains(*v) || !present.contains(*v))
-                .count();
-            metrics.worker_wasted_preemptions.inc_by(wasted as u64);
-        }
-        built.fingerprints.contains_key(k)
-    });
-    state
-        .reasons
-        .retain(|(preemptor, _), _| built.fingerprints.contains_key(preemptor));
-    let active: Vec<_> = built
-        .pending
-        .iter()
-        .filter(|p| {
-            let fp = built
-                .fingerprints
-                .get(&p.workload.key)
-                .map(String::as_str)
-                .unwrap_or("");
-            state.queues.is_active(&p.workload.key, fp)
-        })
-        .cloned()
-        .collect();
     let models = built.snapshot.queues.clone();
     let mut snapshot = built.snapshot;
-    let decisions = schedule(&mut snapshot, &active, now);
-    state.capacity = Some(Capacity::of(&snapshot));
+    let fingerprints = &built.fingerprints;
+    let pending_count = built.pending.len();
+    let step = state.memory.step(
+        &mut snapshot,
+        built.pending.iter_mut().collect(),
+        |p| fingerprints.get(&p.workload.key).copied().unwrap_or(0),
+        now,
+    );
+    count_wasted(&shell.metrics, &step.dropped, &workloads);
+    let decisions: Vec<Decision> = step.drafts.iter().map(|d| d.decision(&snapshot)).collect();
+    tracing::debug!(
+        pending = pending_count,
+        active = step.active,
+        decisions = decisions.len(),
+        "scheduling cycle"
+    );
+    drop(step);
     shell
         .metrics
         .scheduling_cycle_duration
@@ -275,48 +231,23 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
         .map(|p| (p.workload.key.as_str(), models[p.queue].name.as_str()))
         .collect();
     let mut writes = Vec::new();
-    tracing::debug!(
-        pending = built.pending.len(),
-        active = active.len(),
-        decisions = decisions.len(),
-        "scheduling cycle"
-    );
     for decision in &decisions {
         tracing::debug!(workload = %decision.key, outcome = ?decision.outcome, set_aside = decision.set_aside, "decision");
         let Some(wl) = by_key.get(&decision.key) else {
             continue;
         };
         let queue = queue_of.get(decision.key.as_str()).copied().unwrap_or("");
+        count_decision(&shell.metrics, decision, queue, &by_key);
         let rules = Rules {
             checks: checks_of(&cqs, queue, decision),
             holding: shell.role.holding,
         };
-        writes.extend(plan_writes(
-            shell, state, &rules, decision, wl, queue, &by_key, now,
+        let reasons = state.memory.reasons();
+        writes.extend(writes_for(
+            &rules, decision, wl, queue, &by_key, reasons, now,
         ));
-        if decision.set_aside {
-            let fp = built
-                .fingerprints
-                .get(&decision.key)
-                .map(String::as_str)
-                .unwrap_or("");
-            state.queues.set_aside(&decision.key, queue, fp);
-        } else {
-            state.queues.activate(&decision.key);
-        }
     }
-    for problem in &built.problems {
-        let Some(wl) = by_key.get(&problem.key) else {
-            continue;
-        };
-        if let Some(status) = status::pending(wl, problem.reason, &problem.message, now) {
-            writes.push(Write {
-                workload: wl.clone(),
-                status,
-                event: Some((EventType::Warning, "Inadmissible", problem.message.clone())),
-            });
-        }
-    }
+    writes.extend(problem_writes(&built.problems, &by_key, now));
     let written: HashSet<String> = writes.iter().map(|w| key_of(&w.workload)).collect();
     writes.extend(
         upkeep_writes(&workloads, shell.role.holding, now)
@@ -329,6 +260,57 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
         write_queue_status(shell, state, &scope, &models, &cqs, &lqs, now).await;
     }
     update_gauges(shell, state, &built.pending, &models, &workloads);
+}
+
+/// Victims evicted for a preemptor that is gone before it reserved quota (a MultiKueue
+/// replica whose workload ran elsewhere) were evicted for nothing: those whose eviction
+/// landed (or that are gone since) are counted; an eviction that never landed cost nothing.
+fn count_wasted(metrics: &Metrics, dropped: &[(String, Vec<String>)], workloads: &[Arc<Workload>]) {
+    if dropped.is_empty() {
+        return;
+    }
+    let present: HashSet<String> = workloads.iter().map(|w| key_of(w)).collect();
+    let evicted: HashSet<String> = workloads
+        .iter()
+        .filter(|w| {
+            w.status
+                .as_ref()
+                .is_some_and(|s| is_condition_true(&s.conditions, condition::EVICTED))
+        })
+        .map(|w| key_of(w))
+        .collect();
+    for (preemptor, victims) in dropped {
+        if present.contains(preemptor) {
+            continue;
+        }
+        let wasted = victims
+            .iter()
+            .filter(|v| evicted.contains(*v) || !present.contains(*v))
+            .count();
+        metrics.worker_wasted_preemptions.inc_by(wasted as u64);
+    }
+}
+
+/// The Inadmissible status and event of workloads the snapshot could not use.
+fn problem_writes(
+    problems: &[WorkloadProblem],
+    by_key: &HashMap<String, Arc<Workload>>,
+    now: chrono::DateTime<Utc>,
+) -> Vec<Write> {
+    let mut writes = Vec::new();
+    for problem in problems {
+        let Some(wl) = by_key.get(&problem.key) else {
+            continue;
+        };
+        if let Some(status) = status::pending(wl, problem.reason, &problem.message, now) {
+            writes.push(Write {
+                workload: wl.clone(),
+                status,
+                event: Some((EventType::Warning, "Inadmissible", problem.message.clone())),
+            });
+        }
+    }
+    writes
 }
 
 /// Whether this cycle writes the queues' status: at most once per [`QUEUE_STATUS_EVERY`], so
@@ -400,61 +382,34 @@ fn checks_of(cqs: &[Arc<ClusterQueue>], queue: &str, decision: &Decision) -> Vec
     checks_for(cq, flavors.iter().copied())
 }
 
-/// Updates the loop's memory of preemptors and their victims, counts the decision, and adds
-/// its writes.
-#[allow(clippy::too_many_arguments)]
-fn plan_writes(
-    shell: &Shell,
-    state: &mut LoopState,
-    rules: &Rules,
+/// Counts a decision: a quota reservation, or each victim of a preemption.
+fn count_decision(
+    metrics: &Metrics,
     decision: &Decision,
-    wl: &Arc<Workload>,
     queue: &str,
     by_key: &HashMap<String, Arc<Workload>>,
-    now: chrono::DateTime<Utc>,
-) -> Vec<Write> {
+) {
     match &decision.outcome {
-        Outcome::Admit => {
-            state.in_flight.remove(&decision.key);
-            state
-                .reasons
-                .retain(|(preemptor, _), _| *preemptor != decision.key);
-            if decision.assignment.is_some() {
-                shell
-                    .metrics
-                    .quota_reservations
-                    .get_or_create(&QueueLabel {
-                        cluster_queue: queue.to_string(),
+        Outcome::Admit if decision.assignment.is_some() => {
+            metrics
+                .quota_reservations
+                .get_or_create(&QueueLabel {
+                    cluster_queue: queue.to_string(),
+                })
+                .inc();
+        }
+        Outcome::Preempt { victims, .. } => {
+            for victim in victims.iter().filter(|v| by_key.contains_key(&v.key)) {
+                metrics
+                    .preemptions
+                    .get_or_create(&ErrorLabel {
+                        reason: victim.reason.as_str().to_string(),
                     })
                     .inc();
             }
         }
-        Outcome::Preempt { victims, .. } => {
-            state.in_flight.insert(
-                decision.key.clone(),
-                victims.iter().map(|v| v.key.clone()).collect(),
-            );
-            state
-                .reasons
-                .retain(|(preemptor, _), _| *preemptor != decision.key);
-            for victim in victims {
-                state
-                    .reasons
-                    .insert((decision.key.clone(), victim.key.clone()), victim.reason);
-                if by_key.contains_key(&victim.key) {
-                    shell
-                        .metrics
-                        .preemptions
-                        .get_or_create(&ErrorLabel {
-                            reason: victim.reason.as_str().to_string(),
-                        })
-                        .inc();
-                }
-            }
-        }
-        Outcome::Gated { .. } | Outcome::Waiting { .. } | Outcome::Pending { .. } => {}
+        _ => {}
     }
-    writes_for(rules, decision, wl, queue, by_key, &state.reasons, now)
 }
 
 async fn execute(shell: &Shell, state: &mut LoopState, writes: Vec<Write>) {
@@ -619,7 +574,7 @@ fn update_gauges(
     models: &[QueueModel],
     workloads: &[Arc<Workload>],
 ) {
-    let set_aside = state.queues.counts();
+    let set_aside = state.memory.set_aside_counts();
     let mut total: HashMap<&str, i64> = HashMap::new();
     for p in pending {
         *total.entry(models[p.queue].name.as_str()).or_default() += 1;

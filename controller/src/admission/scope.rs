@@ -8,8 +8,8 @@ use std::sync::Arc;
 use baton_crds::{ClusterQueue, LocalQueue, Workload};
 use kube::ResourceExt;
 
-use super::core::model::{QueueModel, QueueProblem};
 use crate::queue_status::Inactive;
+use baton_core::admission::model::{QueueModel, QueueProblem};
 
 /// Which ClusterQueues a loop governs, decided afresh every cycle.
 #[derive(Clone, Debug, Default)]

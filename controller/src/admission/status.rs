@@ -15,8 +15,8 @@ use baton_crds::workload::{
 use chrono::{DateTime, Utc};
 
 use super::checks;
-use super::core::assign::Assignment;
-use super::core::preempt::PreemptReason;
+use baton_core::admission::assign::Assignment;
+use baton_core::admission::preempt::PreemptReason;
 
 /// How a status change came about; the shell turns it into a write and maybe an event.
 fn with_status(

@@ -14,9 +14,9 @@ use chrono::{DateTime, Utc};
 use kube::runtime::events::EventType;
 
 use super::checks;
-use super::core::cycle::{Decision, Outcome};
-use super::core::preempt::PreemptReason;
 use super::status::{self, Holding};
+use baton_core::admission::cycle::{Decision, Outcome};
+use baton_core::admission::preempt::PreemptReason;
 
 /// What the writes of one decision depend on besides the decision itself.
 #[derive(Clone, Debug, Default)]

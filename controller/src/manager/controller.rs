@@ -16,7 +16,7 @@ use super::events::publish;
 use super::execute::execute;
 use super::lifecycle::{self, EventType, FINALIZER, Observation};
 use super::routing::Route;
-use super::ungate;
+use baton_core::ungate;
 
 /// Reconciles one manager Workload.
 pub async fn reconcile(wl: Arc<Workload>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {

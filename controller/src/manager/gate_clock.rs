@@ -9,7 +9,7 @@ use baton_crds::time::to_kube;
 use baton_crds::workload::{GateState, Workload};
 use chrono::{DateTime, Utc};
 
-use super::ungate::STORED_TIME_PRECISION;
+use baton_core::ungate::STORED_TIME_PRECISION;
 
 /// The Open MultiKueue gate's time, when it lies in the future beyond the stored precision.
 pub fn future_open_time(replica: &Workload, now: DateTime<Utc>) -> Option<DateTime<Utc>> {

@@ -2,7 +2,7 @@
 //! dispatch replicas, let the earliest admitted one win, delete the others, mirror the
 //! winner's status, send the workload back to dispatch when its replica is evicted or its
 //! worker is lost for longer than `workerLostTimeout`, and clean up on finish and deletion.
-//! Gate opening (KEP-8303) is decided by [`super::ungate`] and folded into the same plan.
+//! Gate opening (KEP-8303) is decided by [`baton_core::ungate`] and folded into the same plan.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -17,9 +17,9 @@ use kube::ResourceExt;
 use super::dispatch::dispatch;
 use super::replica::{REDISPATCH_ANNOTATION, in_sync, redispatch_stamp};
 use super::routing::Route;
-use super::ungate::{self, UngateDecision};
 use crate::admission::checks;
 use crate::config::DispatcherConfig;
+use baton_core::ungate::{self, UngateDecision};
 
 /// The finalizer that keeps a manager Workload until its replicas are gone.
 pub const FINALIZER: &str = "kueue.x-k8s.io/baton-multikueue";

@@ -20,5 +20,4 @@ pub mod replica;
 pub mod routing;
 pub mod run;
 pub mod stores;
-pub mod ungate;
 pub mod workers;

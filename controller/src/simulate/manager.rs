@@ -20,7 +20,7 @@ use chrono::{DateTime, Utc};
 use super::events::Millis;
 use super::model::{Mode, Policy};
 use super::world::stored;
-use crate::manager::ungate::{
+use baton_core::ungate::{
     DEFAULT_LEAST_DISRUPTION_WINDOW, GateObservation, ReplicaView, Signal, UngateDecision,
     UngatingPolicy, decide_with_policy,
 };

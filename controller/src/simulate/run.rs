@@ -1,5 +1,5 @@
 //! The discrete-event simulation: virtual workers running the real admission cycle
-//! (`admission::core::cycle::schedule`, victim selection inside), a virtual manager running the
+//! (`baton_core::admission::cycle::schedule`, victim selection inside), a virtual manager running the
 //! real ungating decision, and the delays between them, on a virtual clock.
 
 use super::events::{EventQueue, Millis};
@@ -8,11 +8,8 @@ use super::metrics::{Eviction, Outcome, Reservation, WorkloadStats};
 use super::model::{DelayRange, Mode, RunConfig};
 use super::rng::Rng;
 use super::trace::Trace;
-use super::world::{Entry, State, Worker, instant, key};
-use crate::admission::core::cycle::{Draft, DraftOutcome, schedule_drafts};
-use crate::admission::core::model::Snapshot;
-use crate::manager::ungate::UngateDecision;
-use baton_crds::workload::PreemptionCost;
+use super::world::{Applied, Change, Entry, State, Worker, instant, key};
+use baton_core::ungate::UngateDecision;
 
 /// The worker's loop waits this long after a change for more changes to batch into one
 /// cycle (`worker::run`'s `BATCH_WINDOW`).
@@ -61,44 +58,6 @@ enum Event {
         key: String,
         epoch: u32,
     },
-}
-
-/// What applying one decision reads of it: the rest (messages, the assignment) is never
-/// written out in a simulation.
-struct Applied {
-    key: String,
-    set_aside: bool,
-    change: Change,
-}
-
-enum Change {
-    Admit,
-    /// The victims' keys.
-    Preempt(Vec<String>),
-    Gated(PreemptionCost),
-    /// Waiting or pending.
-    Other,
-}
-
-impl Applied {
-    fn of(draft: &Draft<'_>, snapshot: &Snapshot) -> Self {
-        let change = match &draft.outcome {
-            DraftOutcome::Admit => Change::Admit,
-            DraftOutcome::Preempt { victims, .. } => Change::Preempt(
-                victims
-                    .iter()
-                    .map(|&(i, _)| snapshot.admitted[i].workload.key.clone())
-                    .collect(),
-            ),
-            DraftOutcome::Gated { cost, .. } => Change::Gated(*cost),
-            DraftOutcome::Waiting | DraftOutcome::Pending(_) => Change::Other,
-        };
-        Applied {
-            key: draft.key().to_string(),
-            set_aside: draft.set_aside,
-            change,
-        }
-    }
 }
 
 struct Sim<'a> {
@@ -232,7 +191,6 @@ impl Sim<'_> {
                 let k = key(&self.trace.workloads[wl].name, Some(round));
                 if let Some(e) = self.workers[worker].entries.get_mut(&k) {
                     e.pending.gate_closed = false;
-                    e.set_aside = false;
                     self.touch(worker);
                 }
             }
@@ -290,28 +248,13 @@ impl Sim<'_> {
         self.touch(worker);
     }
 
-    /// One admission cycle of the real worker core, then its decisions applied.
+    /// One step of the real worker admission loop, then its decisions applied.
     fn cycle(&mut self, worker: usize) {
-        let w = &mut self.workers[worker];
-        w.cycle_queued = false;
+        self.workers[worker].cycle_queued = false;
         let now = instant(self.queue.now());
-        let (mut snapshot, pending) = w.snapshot();
-        // Drafts, not decisions: applying reads only what changes the run, so no message or
-        // assignment is written out (the decisions are the same).
-        let decisions: Vec<Applied> = if pending.is_empty() {
-            Vec::new()
-        } else {
-            schedule_drafts(&mut snapshot, &pending, now)
-                .iter()
-                .map(|d| Applied::of(d, &snapshot))
-                .collect()
-        };
-        self.workers[worker].restore(snapshot);
-        for decision in decisions {
+        for decision in self.workers[worker].cycle(now) {
             self.apply(worker, decision);
         }
-        let w = &mut self.workers[worker];
-        w.used_after_last_cycle = w.used_milli();
     }
 
     fn apply(&mut self, worker: usize, decision: Applied) {
@@ -323,7 +266,6 @@ impl Sim<'_> {
         let wl = entry.wl;
         let round = entry.round;
         let before = (entry.signal_since, entry.cost);
-        entry.set_aside = decision.set_aside;
         let mut evict = Vec::new();
         let mut finish_epoch = None;
         match decision.change {
@@ -354,7 +296,6 @@ impl Sim<'_> {
                 entry.signal_since = None;
                 entry.cost = None;
                 evict = victims;
-                entry.in_flight = evict.clone();
             }
             Change::Gated(cost) => {
                 entry.signal_since.get_or_insert(now);
@@ -474,7 +415,7 @@ impl Sim<'_> {
         }
         if e.round.is_none() {
             e.state = State::Pending;
-            e.in_flight.clear();
+            e.pending.victims_in_flight.clear();
             e.signal_since = None;
             e.cost = None;
             w.entries.insert(key.to_string(), e);

@@ -14,12 +14,14 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use super::events::Millis;
 use super::trace::{TraceWorkload, WorkerSpec};
-use crate::admission::core::model::{
+use baton_core::admission::cycle::{Draft, DraftOutcome};
+use baton_core::admission::model::{
     AdmittedModel, FlavorModel, GroupModel, PendingModel, PodSetModel, QueueModel, Snapshot,
     WorkloadModel,
 };
-use crate::admission::core::quota::{FrId, Limits};
-use crate::admission::victims::VictimPolicy;
+use baton_core::admission::quota::{FrId, Limits};
+use baton_core::admission::step::LoopMemory;
+use baton_core::victims::VictimPolicy;
 
 const FLAVOR: &str = "default";
 const CPU: &str = "cpu";
@@ -66,20 +68,15 @@ pub struct Entry {
     pub round: Option<u32>,
     /// What the admission cycle reads while it is pending, kept between cycles so that a
     /// cycle does not clone it: the workload, `gate_closed` (the MultiKueue gate is Closed;
-    /// never for local workloads or uncoordinated replicas) and `victims_in_flight`
-    /// (refreshed from `in_flight` before each cycle).
+    /// never for local workloads or uncoordinated replicas) and `victims_in_flight` (kept
+    /// by the loop's step).
     pub pending: PendingModel,
     pub cpu_milli: i64,
     pub state: State,
     /// `QuotaReservationBlocked=True` (`PreemptionGated`) since then.
     pub signal_since: Option<Millis>,
-    /// Victims it chose that still hold quota.
-    pub in_flight: Vec<String>,
     /// The cost its worker reports with the signal (Baton's `status.preemptionCost`).
     pub cost: Option<PreemptionCost>,
-    /// BestEffortFIFO set it aside (inadmissible): left out of cycles until its gate opens
-    /// or its worker's used quota shrinks, as the worker's `core::queues` rules say.
-    pub set_aside: bool,
     /// Bumped whenever its run is cut, so a stale finish event is ignored.
     pub epoch: u32,
     /// While it is being evicted: its index in the run's evictions.
@@ -121,9 +118,7 @@ impl Entry {
             cpu_milli: w.cpu_milli,
             state: State::Pending,
             signal_since: None,
-            in_flight: Vec::new(),
             cost: None,
-            set_aside: false,
             epoch: 0,
             eviction: None,
         }
@@ -146,9 +141,9 @@ pub struct Worker {
     pub entries: BTreeMap<String, Entry>,
     /// A cycle is already scheduled.
     pub cycle_queued: bool,
-    /// Quota held after the last cycle's admissions: set-aside workloads come back when
-    /// less is held at the start of a cycle.
-    pub used_after_last_cycle: i64,
+    /// What the worker's admission loop remembers between cycles (the shims' own memory:
+    /// set-aside workloads, victims in flight).
+    memory: LoopMemory,
     /// When the last victim left and whom it was evicted for.
     pub last_victim_gone: Option<(Millis, usize)>,
     /// The snapshot without admitted workloads.
@@ -196,7 +191,7 @@ impl Worker {
             cpu_milli: spec.cpu_milli,
             entries: BTreeMap::new(),
             cycle_queued: false,
-            used_after_last_cycle: 0,
+            memory: LoopMemory::default(),
             last_victim_gone: None,
             base,
             cpu,
@@ -204,41 +199,37 @@ impl Worker {
         }
     }
 
-    /// The snapshot and pending list the admission cycle reads, as `admission::build` makes
-    /// them from the watch caches: admitted workloads (evicting ones included: they hold
-    /// quota until gone) and active pending ones with their gate and in-flight victims.
-    /// The snapshot takes the worker's admitted models; `restore` gives them back.
-    ///
-    /// Set-aside workloads come back first when less quota is held than after the last cycle.
-    pub fn snapshot(&mut self) -> (Snapshot, Vec<&PendingModel>) {
-        self.refresh_victims_in_flight();
+    /// One step of the worker's admission loop (`baton_core::admission::step`, as the shim
+    /// runs it) over the snapshot `admission::build` would make from this worker's objects:
+    /// admitted workloads (evicting ones included: they hold quota until gone) and every
+    /// pending one with its gate. A pending workload's fingerprint is its gate state, the
+    /// only thing of it that changes while it waits.
+    pub fn cycle(&mut self, now: DateTime<Utc>) -> Vec<Applied> {
         self.sync_admitted();
-        // What `used_milli` says, from the admitted models instead of every entry.
-        let used: i128 = self
-            .admitted
-            .iter()
-            .flat_map(|m| &m.usage)
-            .map(|u| u.1)
-            .sum();
-        if used < i128::from(self.used_after_last_cycle) {
-            self.entries.values_mut().for_each(|e| e.set_aside = false);
-        }
         let mut snapshot = self.base.clone();
         for model in std::mem::take(&mut self.admitted) {
             snapshot.push_admitted(model);
         }
-        let pending = self
+        let pending: Vec<&mut PendingModel> = self
             .entries
-            .values()
-            .filter(|e| e.is_pending() && !e.set_aside)
-            .map(|e| &e.pending)
+            .values_mut()
+            .filter(|e| e.is_pending())
+            .map(|e| &mut e.pending)
             .collect();
-        (snapshot, pending)
-    }
-
-    /// Takes back the admitted models `snapshot` took (a cycle changes only its quota).
-    pub fn restore(&mut self, snapshot: Snapshot) {
+        // Drafts, not decisions: applying reads only what changes the run, so no message or
+        // assignment is written out (the decisions are the same).
+        let step = self
+            .memory
+            .step(&mut snapshot, pending, |p| u64::from(p.gate_closed), now);
+        let applied = step
+            .drafts
+            .iter()
+            .map(|d| Applied::of(d, &snapshot))
+            .collect();
+        drop(step);
+        // Take back the admitted models the snapshot took (a cycle changes only its quota).
         self.admitted = snapshot.admitted;
+        applied
     }
 
     /// Brings the kept admitted models in step with the entries, in key order, reusing the
@@ -268,44 +259,40 @@ impl Worker {
         }
         self.admitted = admitted;
     }
+}
 
-    /// Sets each pending workload's `victims_in_flight`: the victims it chose that still
-    /// hold quota here.
-    fn refresh_victims_in_flight(&mut self) {
-        let stale: Vec<(String, Vec<String>)> = self
-            .entries
-            .values()
-            .filter(|e| {
-                e.is_pending()
-                    && !(e.in_flight.is_empty() && e.pending.victims_in_flight.is_empty())
-            })
-            .map(|e| {
-                let holding = e
-                    .in_flight
+/// What applying one decision reads of it: the rest (messages, the assignment) is never
+/// written out in a simulation.
+pub struct Applied {
+    pub key: String,
+    pub change: Change,
+}
+
+pub enum Change {
+    Admit,
+    /// The victims' keys.
+    Preempt(Vec<String>),
+    Gated(PreemptionCost),
+    /// Waiting or pending.
+    Other,
+}
+
+impl Applied {
+    fn of(draft: &Draft<'_>, snapshot: &Snapshot) -> Self {
+        let change = match &draft.outcome {
+            DraftOutcome::Admit => Change::Admit,
+            DraftOutcome::Preempt { victims, .. } => Change::Preempt(
+                victims
                     .iter()
-                    .filter(|v| {
-                        self.entries
-                            .get(*v)
-                            .is_some_and(|v| matches!(v.state, State::Admitted { .. }))
-                    })
-                    .cloned()
-                    .collect();
-                (e.key().to_string(), holding)
-            })
-            .collect();
-        for (key, holding) in stale {
-            if let Some(e) = self.entries.get_mut(&key) {
-                e.pending.victims_in_flight = holding;
-            }
+                    .map(|&(i, _)| snapshot.admitted[i].workload.key.clone())
+                    .collect(),
+            ),
+            DraftOutcome::Gated { cost, .. } => Change::Gated(*cost),
+            DraftOutcome::Waiting | DraftOutcome::Pending(_) => Change::Other,
+        };
+        Applied {
+            key: draft.key().to_string(),
+            change,
         }
-    }
-
-    /// Quota held (evicting workloads included), in milli-CPUs.
-    pub fn used_milli(&self) -> i64 {
-        self.entries
-            .values()
-            .filter(|e| matches!(e.state, State::Admitted { .. }))
-            .map(|e| e.cpu_milli)
-            .sum()
     }
 }

@@ -1,4 +1,3 @@
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -66,19 +65,16 @@ impl Cluster {
     }
 
     fn build(&self) -> Built {
-        build(
-            &Objects {
-                workloads: &self.workloads,
-                cluster_queues: &self.cqs,
-                local_queues: &self.lqs,
-                flavors: &self.rfs,
-                workload_classes: &self.wpcs,
-                pod_classes: &[],
-                budgets: &[],
-                namespaces: &[],
-            },
-            &HashMap::new(),
-        )
+        build(&Objects {
+            workloads: &self.workloads,
+            cluster_queues: &self.cqs,
+            local_queues: &self.lqs,
+            flavors: &self.rfs,
+            workload_classes: &self.wpcs,
+            pod_classes: &[],
+            budgets: &[],
+            namespaces: &[],
+        })
     }
 }
 

@@ -8,7 +8,7 @@ use baton_crds::workload::{GateState, PreemptionCost, PreemptionGate};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 
 use super::*;
-use crate::admission::core::assign::{Assignment, Mode, PodSetAssignment};
+use baton_core::admission::assign::{Assignment, Mode, PodSetAssignment};
 
 fn t0() -> DateTime<Utc> {
     Utc.timestamp_opt(1_700_000_000, 0)

@@ -9,10 +9,10 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use kube::runtime::events::EventType;
 
 use super::*;
-use crate::admission::core::assign::Assignment;
-use crate::admission::core::cycle::VictimChoice;
 use crate::admission::status::Holding;
 use crate::admission::status::tests::assignment;
+use baton_core::admission::assign::Assignment;
+use baton_core::admission::cycle::VictimChoice;
 
 fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap()

@@ -15,9 +15,9 @@ use super::{Outcome, conflict_or};
 use crate::manager::context::{Context, ReconcileError};
 use crate::manager::events::publish;
 use crate::manager::lifecycle::{EventType, GateOpening};
-use crate::manager::ungate::opening_message;
 use crate::manager::workers::WorkerState;
 use crate::metrics::Metrics;
+use baton_core::ungate::opening_message;
 
 /// Opens the gate the plan chose. Nothing happens when the replica or its worker is gone
 /// since the plan was made (the next pass decides again).

@@ -231,7 +231,7 @@ fn the_first_signalling_replica_gets_the_gate_opened() {
             signalled_at: t(11),
             previous_opened_at: None,
             previous_cluster: None,
-            why: crate::manager::ungate::OpenReason::FirstSignaller { signalling: 2 },
+            why: baton_core::ungate::OpenReason::FirstSignaller { signalling: 2 },
         })
     );
     assert_eq!(plan.requeue_after, Some(Duration::from_secs(300)));
@@ -628,7 +628,7 @@ fn costing(r: Workload, at: i64, victims: i32) -> Workload {
 #[test]
 fn least_disruption_collects_then_opens_the_cheapest_and_waits_for_new_replicas() {
     let config = LifecycleConfig {
-        ungating_policy: crate::manager::ungate::UngatingPolicy::LeastDisruption {
+        ungating_policy: baton_core::ungate::UngatingPolicy::LeastDisruption {
             window: Duration::from_secs(2),
         },
         ..config()
@@ -648,7 +648,7 @@ fn least_disruption_collects_then_opens_the_cheapest_and_waits_for_new_replicas(
     assert_eq!(opening.cluster, "w2");
     assert!(matches!(
         opening.why,
-        crate::manager::ungate::OpenReason::LeastDisruptive { signalling: 2, .. }
+        baton_core::ungate::OpenReason::LeastDisruptive { signalling: 2, .. }
     ));
     // A replica this plan creates has not signalled yet: it holds the window open too.
     let mut without_w3 = replicas.clone();

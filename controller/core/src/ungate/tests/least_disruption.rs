@@ -1,7 +1,7 @@
 //! `ungatingPolicy: LeastDisruption`: every branch with a fake clock, and properties.
 
 use super::*;
-use crate::manager::ungate::least_disruption::cheapness;
+use crate::ungate::least_disruption::cheapness;
 
 const WINDOW: Duration = Duration::from_secs(2);
 const LD: UngatingPolicy = UngatingPolicy::LeastDisruption { window: WINDOW };

@@ -7,9 +7,9 @@ use k8s_openapi::api::core::v1::{Taint, Toleration};
 use baton_crds::workload::PreemptionCost;
 
 use super::world::{World, decision, workload};
-use crate::admission::core::cycle::{Decision, Outcome, VictimChoice};
-use crate::admission::core::model::QueueProblem;
-use crate::admission::core::preempt::PreemptReason;
+use crate::admission::cycle::{Decision, Outcome, VictimChoice};
+use crate::admission::model::QueueProblem;
+use crate::admission::preempt::PreemptReason;
 
 fn victims(outcome: &Outcome) -> Vec<(String, PreemptReason)> {
     match outcome {
@@ -21,7 +21,7 @@ fn victims(outcome: &Outcome) -> Vec<(String, PreemptReason)> {
     }
 }
 
-fn flavor_of(d: &crate::admission::core::cycle::Decision) -> String {
+fn flavor_of(d: &crate::admission::cycle::Decision) -> String {
     d.assignment
         .as_ref()
         .and_then(|a| a.pod_sets[0].flavors.get("cpu").cloned())

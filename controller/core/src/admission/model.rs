@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
 use super::quota::{FrTable, QuotaState, Usage};
-use crate::admission::victims::{Budget, Bystander, PodGroup, VictimPolicy};
+use crate::victims::{Budget, Bystander, PodGroup, VictimPolicy};
 
 /// A ResourceFlavor, reduced to what placement checks.
 #[derive(Clone, Debug, Default)]

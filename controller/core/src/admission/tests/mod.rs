@@ -4,4 +4,4 @@ mod borrowing_victim_cases;
 mod cycle_cases;
 mod held_quota_cases;
 mod queue_cases;
-mod world;
+pub(crate) mod world;

@@ -23,7 +23,7 @@ use super::assign::{Assignment, Fitting, Mode, fitting};
 use super::model::{PendingModel, Snapshot};
 use super::preempt::{CandidateRef, PreemptReason, select_victims};
 use super::quota::{QuotaState, Usage};
-use crate::admission::victims::Selection;
+use crate::victims::Selection;
 
 /// A victim chosen for a preemptor.
 #[derive(Clone, Debug, PartialEq, Eq)]

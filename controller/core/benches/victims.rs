@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::hint::black_box;
 
-use baton::admission::victims::{
+use baton_core::victims::{
     Budget, Bystander, Candidate, FlatFit, PodGroup, Request, VictimPolicy, select,
 };
 use chrono::{DateTime, TimeDelta, Utc};

@@ -4,7 +4,7 @@
 use baton_crds::cluster_queue::{BorrowWithinCohortPolicy, ReclaimWithinCohort};
 
 use super::world::{World, decision, workload};
-use crate::admission::core::cycle::{Outcome, VictimChoice};
+use crate::admission::cycle::{Outcome, VictimChoice};
 
 /// Queues `a` and `b` of one cohort, 2 CPUs each; `b` runs `b-keeps` (2, priority 1) within
 /// its quota and `b-borrows` (1, priority 0) beyond it; `a` (priority 3) wants `cpus`.

@@ -8,13 +8,13 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use baton::admission::core::cycle::{Outcome, schedule};
-use baton::admission::core::model::{
+use baton_core::admission::cycle::{Outcome, schedule};
+use baton_core::admission::model::{
     AdmittedInput, AdmittedModel, FlavorModel, GroupModel, LimitInput, PendingModel, PodSetModel,
     QueueModel, Snapshot, WorkloadModel,
 };
-use baton::admission::core::quota::Limits;
-use baton::admission::victims::VictimPolicy;
+use baton_core::admission::quota::Limits;
+use baton_core::victims::VictimPolicy;
 use baton_crds::cluster_queue::{
     ClusterQueuePreemption, FlavorFungibility, QueueingStrategy, ReclaimWithinCohort,
     WithinClusterQueue,

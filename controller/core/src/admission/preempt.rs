@@ -20,7 +20,7 @@ use baton_crds::cluster_queue::{
 
 use super::model::{PendingModel, Snapshot};
 use super::quota::{FrId, QuotaState, Usage};
-use crate::admission::victims::{self, Candidate, Fit, Request, Selection};
+use crate::victims::{self, Candidate, Fit, Request, Selection};
 
 /// Why a victim is preempted (the `Preempted` condition's reason).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -9,13 +9,13 @@ use baton_crds::cluster_queue::{
 use baton_crds::quantity::Resources;
 use chrono::{DateTime, TimeZone, Utc};
 
-use crate::admission::core::cycle::{Decision, schedule};
-use crate::admission::core::model::{
+use crate::admission::cycle::{Decision, schedule};
+use crate::admission::model::{
     AdmittedInput, AdmittedModel, FlavorModel, GroupModel, LimitInput, PendingModel, PodSetModel,
     QueueModel, Snapshot, WorkloadModel,
 };
-use crate::admission::core::quota::Limits;
-use crate::admission::victims::VictimPolicy;
+use crate::admission::quota::Limits;
+use crate::victims::VictimPolicy;
 
 pub fn at(seconds: i64) -> DateTime<Utc> {
     Utc.timestamp_opt(1_700_000_000 + seconds, 0)

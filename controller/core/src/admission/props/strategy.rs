@@ -16,12 +16,12 @@ use chrono::{DateTime, TimeZone, Utc};
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 use proptest::prelude::*;
 
-use crate::admission::core::model::{
+use crate::admission::model::{
     AdmittedInput, AdmittedModel, FlavorModel, GroupModel, LimitInput, PendingModel, PodSetModel,
     QueueModel, QueueProblem, WorkloadModel,
 };
-use crate::admission::core::quota::Limits;
-use crate::admission::victims::VictimPolicy;
+use crate::admission::quota::Limits;
+use crate::victims::VictimPolicy;
 
 pub const CPU_FLAVORS: [&str; 2] = ["f0", "f1"];
 pub const GPU_FLAVOR: &str = "g0";

@@ -93,7 +93,7 @@ impl Capacity {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct SetAside {
     queue: String,
-    fingerprint: String,
+    fingerprint: u64,
 }
 
 /// Workloads set aside, keyed by `namespace/name`.
@@ -104,20 +104,20 @@ pub struct QueueState {
 
 impl QueueState {
     /// Whether a pending workload takes part in the next cycle. `fingerprint` captures what
-    /// of the workload could make it admissible (its gates, its spec).
-    pub fn is_active(&self, key: &str, fingerprint: &str) -> bool {
+    /// of the workload could make it admissible (its gates, its spec), hashed.
+    pub fn is_active(&self, key: &str, fingerprint: u64) -> bool {
         self.set_aside
             .get(key)
             .is_none_or(|s| s.fingerprint != fingerprint)
     }
 
     /// Sets a workload aside after a cycle could not admit it.
-    pub fn set_aside(&mut self, key: &str, queue: &str, fingerprint: &str) {
+    pub fn set_aside(&mut self, key: &str, queue: &str, fingerprint: u64) {
         self.set_aside.insert(
             key.to_string(),
             SetAside {
                 queue: queue.to_string(),
-                fingerprint: fingerprint.to_string(),
+                fingerprint,
             },
         );
     }

@@ -7,6 +7,7 @@ pub mod model;
 pub mod preempt;
 pub mod queues;
 pub mod quota;
+pub mod step;
 
 #[cfg(test)]
 mod props;

@@ -3,7 +3,7 @@
 //! into quota a victim still holds. Found by `admissions_stay_within_quota` (core/props.rs).
 
 use super::world::{World, decision, workload};
-use crate::admission::core::cycle::{Outcome, WAITING_FOR_VICTIMS};
+use crate::admission::cycle::{Outcome, WAITING_FOR_VICTIMS};
 
 fn waiting_for_victims(outcome: &Outcome) -> bool {
     matches!(outcome, Outcome::Pending { message } if message == WAITING_FOR_VICTIMS)

@@ -1,17 +1,20 @@
 use std::collections::BTreeSet;
 
 use super::world::{World, workload};
-use crate::admission::core::queues::{Capacity, QueueState};
+use crate::admission::queues::{Capacity, QueueState};
+
+const CLOSED: u64 = 1;
+const OPEN: u64 = 2;
 
 #[test]
 fn a_set_aside_workload_returns_when_its_fingerprint_changes() {
     let mut state = QueueState::default();
-    assert!(state.is_active("ns/a", "gates:Closed"));
-    state.set_aside("ns/a", "cq", "gates:Closed");
-    assert!(!state.is_active("ns/a", "gates:Closed"));
-    assert!(state.is_active("ns/a", "gates:Open"));
+    assert!(state.is_active("ns/a", CLOSED));
+    state.set_aside("ns/a", "cq", CLOSED);
+    assert!(!state.is_active("ns/a", CLOSED));
+    assert!(state.is_active("ns/a", OPEN));
     state.activate("ns/a");
-    assert!(state.is_active("ns/a", "gates:Closed"));
+    assert!(state.is_active("ns/a", CLOSED));
 }
 
 #[test]
@@ -34,8 +37,8 @@ fn freed_capacity_requeues_the_queue_and_its_cohort() {
     let _ = b;
 
     let mut state = QueueState::default();
-    state.set_aside("ns/1", "b", "f");
-    state.set_aside("ns/2", "lonely", "f");
+    state.set_aside("ns/1", "b", OPEN);
+    state.set_aside("ns/2", "lonely", OPEN);
     assert_eq!(state.requeue(&grown), 1);
     assert_eq!(state.counts().get("lonely"), Some(&1));
     state.retain(|k| k != "ns/2");

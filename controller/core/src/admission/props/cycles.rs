@@ -12,8 +12,8 @@ use proptest::prelude::*;
 
 use super::strategy::{Cluster, cluster, now};
 use super::{Ledger, excess, newly_exceeded};
-use crate::admission::core::cycle::{Decision, Outcome, schedule};
-use crate::admission::core::model::{AdmittedModel, PendingModel, Snapshot};
+use crate::admission::cycle::{Decision, Outcome, schedule};
+use crate::admission::model::{AdmittedModel, PendingModel, Snapshot};
 
 const CYCLES: usize = 8;
 

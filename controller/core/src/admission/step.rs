@@ -1,0 +1,208 @@
+//! The admission loop's step: one scheduling cycle together with what the loop remembers
+//! between cycles. The worker shim, the manager and `baton simulate` all run it; each only
+//! builds the snapshot (from watch caches, or from its virtual clusters) and applies the
+//! drafts it returns.
+//!
+//! What the loop remembers ([`LoopMemory`]):
+//! - **Set-aside workloads** (BestEffortFIFO "inadmissible"): a workload a cycle set aside
+//!   sits out later cycles until its fingerprint changes (the caller's hash of what could
+//!   make it admissible: its gates, its spec) or its queue's capacity grew compared with
+//!   what the last cycle left (less used in the queue or its cohort, changed limits). A
+//!   resync forgets the capacity, so every set-aside workload is tried again.
+//! - **Victims in flight** (delayed preemption): the victims each pending preemptor chose.
+//!   Before a cycle, a preemptor's victims that still hold quota (still admitted in the
+//!   snapshot) join its `victims_in_flight`, so it waits for them instead of choosing more;
+//!   the caller's own list (a restarted shim reads it from the victims' `Evicted`
+//!   conditions) is kept where those victims still hold quota. A preemptor admitted forgets
+//!   its victims; one that is no longer pending at all is reported in
+//!   [`Step::dropped`] with its victims (for the wasted-preemption count).
+//! - **Why each victim was chosen**, per (preemptor, victim): a retried eviction gives the
+//!   same reason.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+
+use super::cycle::{Draft, DraftOutcome, schedule_drafts};
+use super::model::{PendingModel, Snapshot};
+use super::preempt::PreemptReason;
+use super::queues::{Capacity, QueueState};
+
+/// What the admission loop remembers between cycles (see the module's doc).
+#[derive(Clone, Debug, Default)]
+pub struct LoopMemory {
+    set_aside: QueueState,
+    /// What the last cycle left; `None` after a resync.
+    capacity: Option<Capacity>,
+    /// Preemptor key → the victims it chose.
+    in_flight: HashMap<String, Vec<String>>,
+    /// (preemptor, victim) → why the victim was chosen.
+    reasons: HashMap<(String, String), PreemptReason>,
+}
+
+/// One step's result.
+#[derive(Debug)]
+pub struct Step<'a> {
+    /// The cycle's drafts, in decision order, for the workloads that took part.
+    pub drafts: Vec<Draft<'a>>,
+    /// Preemptors no longer pending that still had victims in flight, with those victims.
+    pub dropped: Vec<(String, Vec<String>)>,
+    /// How many pending workloads took part (the rest were set aside).
+    pub active: usize,
+}
+
+impl LoopMemory {
+    /// Forgets the capacity the last cycle saw: every set-aside workload is tried again.
+    pub fn resync(&mut self) {
+        self.capacity = None;
+    }
+
+    /// Why `victim` was chosen for `preemptor`, as remembered.
+    pub fn reasons(&self) -> &HashMap<(String, String), PreemptReason> {
+        &self.reasons
+    }
+
+    /// Set-aside workloads per queue name.
+    pub fn set_aside_counts(&self) -> BTreeMap<String, usize> {
+        self.set_aside.counts()
+    }
+
+    /// The victims `preemptor` chose that the loop still remembers.
+    pub fn victims_of(&self, preemptor: &str) -> &[String] {
+        self.in_flight.get(preemptor).map_or(&[], Vec::as_slice)
+    }
+
+    /// One cycle over `snapshot` (built fresh, before any admission of this cycle) and
+    /// every pending workload in scope. `fingerprint` hashes what of a pending workload
+    /// could make it admissible again (see the module's doc). The snapshot is left as the
+    /// cycle changed it (its quota includes this cycle's admissions).
+    pub fn step<'a>(
+        &mut self,
+        snapshot: &mut Snapshot,
+        pending: Vec<&'a mut PendingModel>,
+        fingerprint: impl Fn(&PendingModel) -> u64,
+        now: DateTime<Utc>,
+    ) -> Step<'a> {
+        let capacity = Capacity::of(snapshot);
+        match &self.capacity {
+            Some(previous) => {
+                self.set_aside.requeue(&capacity.grown_since(previous));
+            }
+            None => self.set_aside.retain(|_| false),
+        }
+        let pending_keys: HashSet<&str> = pending.iter().map(|p| p.workload.key.as_str()).collect();
+        self.set_aside.retain(|k| pending_keys.contains(k));
+        let dropped = self.forget_gone(&pending_keys);
+        drop(pending_keys);
+
+        let pending = self.fill_victims_in_flight(snapshot, pending);
+        let active: Vec<&'a PendingModel> = pending
+            .into_iter()
+            .map(|p| -> &'a PendingModel { p })
+            .filter(|p| self.set_aside.is_active(&p.workload.key, fingerprint(p)))
+            .collect();
+        let drafts = schedule_drafts(snapshot, &active, now);
+        self.capacity = Some(Capacity::of(snapshot));
+        for draft in &drafts {
+            self.remember(draft, snapshot, &fingerprint);
+        }
+        Step {
+            drafts,
+            dropped,
+            active: active.len(),
+        }
+    }
+
+    /// Forgets the victims and reasons of preemptors no longer pending; returns those that
+    /// still had victims.
+    fn forget_gone(&mut self, pending: &HashSet<&str>) -> Vec<(String, Vec<String>)> {
+        let gone: Vec<String> = self
+            .in_flight
+            .keys()
+            .filter(|k| !pending.contains(k.as_str()))
+            .cloned()
+            .collect();
+        let mut dropped: Vec<(String, Vec<String>)> = gone
+            .into_iter()
+            .filter_map(|k| self.in_flight.remove_entry(&k))
+            .filter(|(_, victims)| !victims.is_empty())
+            .collect();
+        dropped.sort();
+        self.reasons
+            .retain(|(preemptor, _), _| pending.contains(preemptor.as_str()));
+        dropped
+    }
+
+    /// Each pending workload's `victims_in_flight`: the caller's and the remembered ones that
+    /// still hold quota in `snapshot`.
+    fn fill_victims_in_flight<'a>(
+        &self,
+        snapshot: &Snapshot,
+        mut pending: Vec<&'a mut PendingModel>,
+    ) -> Vec<&'a mut PendingModel> {
+        let needs_look = |p: &PendingModel| {
+            !p.victims_in_flight.is_empty() || self.in_flight.contains_key(&p.workload.key)
+        };
+        if !pending.iter().any(|p| needs_look(p)) {
+            return pending;
+        }
+        let holding: HashSet<&str> = snapshot
+            .admitted
+            .iter()
+            .map(|a| a.workload.key.as_str())
+            .collect();
+        for p in pending.iter_mut().filter(|p| needs_look(p)) {
+            p.victims_in_flight.retain(|v| holding.contains(v.as_str()));
+            for v in self.victims_of(&p.workload.key) {
+                if holding.contains(v.as_str()) && !p.victims_in_flight.contains(v) {
+                    p.victims_in_flight.push(v.clone());
+                }
+            }
+        }
+        pending
+    }
+
+    /// What the loop keeps of one draft.
+    fn remember(
+        &mut self,
+        draft: &Draft<'_>,
+        snapshot: &Snapshot,
+        fingerprint: &impl Fn(&PendingModel) -> u64,
+    ) {
+        let key = draft.key();
+        match &draft.outcome {
+            DraftOutcome::Admit => {
+                self.in_flight.remove(key);
+                self.reasons.retain(|(preemptor, _), _| preemptor != key);
+            }
+            DraftOutcome::Preempt { victims, .. } => {
+                self.reasons.retain(|(preemptor, _), _| preemptor != key);
+                let mut keys = Vec::with_capacity(victims.len());
+                for &(i, reason) in victims {
+                    let Some(victim) = snapshot.admitted.get(i) else {
+                        continue;
+                    };
+                    let victim = victim.workload.key.clone();
+                    self.reasons
+                        .insert((key.to_string(), victim.clone()), reason);
+                    keys.push(victim);
+                }
+                self.in_flight.insert(key.to_string(), keys);
+            }
+            DraftOutcome::Gated { .. } | DraftOutcome::Waiting | DraftOutcome::Pending(_) => {}
+        }
+        if draft.set_aside {
+            let queue = snapshot
+                .queues
+                .get(draft.pending.queue)
+                .map_or("", |q| q.name.as_str());
+            self.set_aside
+                .set_aside(key, queue, fingerprint(draft.pending));
+        } else {
+            self.set_aside.activate(key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
