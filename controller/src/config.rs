@@ -111,6 +111,19 @@ pub struct DispatcherConfig {
     pub incremental: IncrementalDispatcherConfig,
 }
 
+impl DispatcherConfig {
+    /// The dispatcher the lifecycle decision runs.
+    pub fn dispatcher(&self) -> baton_core::dispatch::Dispatcher {
+        match self.name {
+            DispatcherName::AllAtOnce => baton_core::dispatch::Dispatcher::AllAtOnce,
+            DispatcherName::Incremental => baton_core::dispatch::Dispatcher::Incremental {
+                clusters_per_round: self.incremental.clusters_per_round,
+                round_timeout: self.incremental.round_timeout,
+            },
+        }
+    }
+}
+
 impl Default for DispatcherConfig {
     fn default() -> Self {
         Self {

@@ -11,5 +11,7 @@
 //! - [`ungate`]: KEP-8303 ungating (which replica may preempt next).
 
 pub mod admission;
+pub mod dispatch;
+pub mod lifecycle;
 pub mod ungate;
 pub mod victims;

@@ -94,7 +94,7 @@ impl Context {
             orchestrated: self.config.orchestrated_preemption,
             worker_lost_timeout: self.config.worker_lost_timeout,
             preemption_timeout: self.config.single_cluster_preemption_timeout,
-            dispatcher: self.config.dispatcher.clone(),
+            dispatcher: self.config.dispatcher.dispatcher(),
             ungating_policy: self.config.ungating_policy(),
         }
     }

@@ -1,12 +1,16 @@
-//! The life of one manager Workload across the workers, as a pure plan (DESIGN.md §3):
-//! dispatch replicas, let the earliest admitted one win, delete the others, mirror the
-//! winner's status, send the workload back to dispatch when its replica is evicted or its
-//! worker is lost for longer than `workerLostTimeout`, and clean up on finish and deletion.
-//! Gate opening (KEP-8303) is decided by [`baton_core::ungate`] and folded into the same plan.
+//! The manager's side of one Workload's life across the workers (DESIGN.md §3): the
+//! decision is [`baton_core::lifecycle::decide`], over compact views; this module reads
+//! those views off the Workload objects in the caches and writes the decision into the
+//! manager Workload's status and events (mirroring the winner, the MultiKueue check, the
+//! dispatch note). Pure: the same objects give the same plan.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use baton_core::lifecycle::{
+    self as core, Progress, RedispatchCause, ReplicaState, Standing, WorkloadView,
+};
+use baton_core::ungate;
 use baton_crds::conditions::{ConditionStatus, NewCondition, find_condition, set_condition};
 use baton_crds::constants::condition;
 use baton_crds::time::{to_chrono, to_kube};
@@ -14,34 +18,20 @@ use baton_crds::workload::{AdmissionCheckState, CheckState, Workload, WorkloadSt
 use chrono::{DateTime, Utc};
 use kube::ResourceExt;
 
-use super::dispatch::dispatch;
 use super::replica::{REDISPATCH_ANNOTATION, in_sync, redispatch_stamp};
 use super::routing::Route;
 use crate::admission::checks;
-use crate::config::DispatcherConfig;
-use baton_core::ungate::{self, UngateDecision};
+
+pub use baton_core::lifecycle::{
+    FinalizerAction, GateOpening, LifecycleConfig, Removal, RemovalCause,
+};
 
 /// The finalizer that keeps a manager Workload until its replicas are gone.
 pub const FINALIZER: &str = "kueue.x-k8s.io/baton-multikueue";
 
-/// Why replicas of a finished workload are deleted (the Job adapter removes their Job
-/// copies itself, after mirroring the final status).
-pub const FINISHED_REASON: &str = "the workload finished";
-
 /// Conditions copied from the winning replica to the manager's Workload. Its quota
 /// reservation and `Admitted` are the manager's own (manager-side quota).
 const MIRRORED_CONDITIONS: &[&str] = &[condition::POD_READY, condition::FINISHED];
-
-/// The settings the plan depends on.
-#[derive(Clone, Debug)]
-pub struct LifecycleConfig {
-    pub orchestrated: bool,
-    pub worker_lost_timeout: Duration,
-    pub preemption_timeout: Duration,
-    pub dispatcher: DispatcherConfig,
-    /// How the next gate is chosen among signalling replicas.
-    pub ungating_policy: ungate::UngatingPolicy,
-}
 
 /// A worker cluster named by the route, as the manager sees it now.
 #[derive(Clone, Debug, PartialEq)]
@@ -83,27 +73,6 @@ pub struct Observation<'a> {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Deletion {
-    pub cluster: String,
-    pub reason: String,
-    /// Whether the removal gets an event of its own. The losers removed on admission do not:
-    /// the `AdmittedOnCluster` event names them (on a busy manager every event is a write).
-    pub announce: bool,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GateOpening {
-    pub cluster: String,
-    pub signalled_at: DateTime<Utc>,
-    /// Set when the timeout passed the baton on from an earlier opening.
-    pub previous_opened_at: Option<DateTime<Utc>>,
-    /// The cluster that held the baton until now.
-    pub previous_cluster: Option<String>,
-    /// Why this replica got the baton.
-    pub why: ungate::OpenReason,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EventType {
     Normal,
     Warning,
@@ -121,9 +90,8 @@ pub struct PlannedEvent {
 /// What the shell must do, in this order: finalizer, deletions, creations, gate, status.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Plan {
-    pub add_finalizer: bool,
-    pub remove_finalizer: bool,
-    pub delete: Vec<Deletion>,
+    pub finalizer: Option<FinalizerAction>,
+    pub delete: Vec<Removal>,
     pub create: Vec<String>,
     pub open_gate: Option<GateOpening>,
     /// The manager Workload's new status, when it changes.
@@ -132,6 +100,8 @@ pub struct Plan {
     pub requeue_after: Option<Duration>,
     /// The winner was decided in this plan (for metrics).
     pub admitted_on: Option<String>,
+    /// The workload goes back to dispatch in this plan (for metrics).
+    pub redispatched: bool,
 }
 
 impl Plan {
@@ -147,120 +117,140 @@ impl Plan {
     fn requeue(&mut self, after: Duration) {
         self.requeue_after = Some(self.requeue_after.map_or(after, |r| r.min(after)));
     }
-
-    fn delete_all_except(
-        &mut self,
-        replicas: &BTreeMap<String, Workload>,
-        keep: Option<&str>,
-        reason: &str,
-    ) {
-        for cluster in replicas.keys().filter(|c| Some(c.as_str()) != keep) {
-            self.delete.push(Deletion {
-                cluster: cluster.clone(),
-                reason: reason.to_string(),
-                announce: true,
-            });
-        }
-    }
 }
 
 /// Plans the next step for one manager Workload.
 pub fn plan(obs: &Observation<'_>, config: &LifecycleConfig) -> Plan {
-    let mut plan = Plan::default();
-    let wl = obs.workload;
-    let has_finalizer = wl
-        .metadata
-        .finalizers
+    let workload = workload_view(obs);
+    let clusters: Vec<core::ClusterView> = obs.clusters.iter().map(cluster_view).collect();
+    let replicas: Vec<ReplicaState> = obs
+        .replicas
         .iter()
-        .flatten()
-        .any(|f| f == FINALIZER);
-
-    if wl.metadata.deletion_timestamp.is_some() || obs.route.is_none() {
-        if has_finalizer {
-            plan.delete_all_except(obs.replicas, None, "the workload was deleted");
-            // Replicas on unreachable workers are left to the garbage collector.
-            plan.remove_finalizer = obs.replicas.is_empty();
-        }
-        return plan;
-    }
-    let Some(route) = obs.route else { return plan };
-    if !has_finalizer {
-        plan.add_finalizer = true;
-    }
-
-    let old_status = wl.status.clone().unwrap_or_default();
-    let mut status = old_status.clone();
-    let conditions = &old_status.conditions;
-    if is_true(conditions, condition::FINISHED) {
-        plan.delete_all_except(obs.replicas, None, FINISHED_REASON);
-        return plan;
-    }
-    if !wl.spec.active {
-        plan.delete_all_except(obs.replicas, None, "the workload is inactive");
-        return plan;
-    }
-
-    // Manager-side quota (as Kueue): only a workload holding a reservation in the manager's
-    // ClusterQueue has replicas. One evicted on the manager (preempted there, or after its
-    // check asked for a retry) loses them everywhere.
-    if !checks::has_reservation(&old_status) {
-        let reason = find_condition(conditions, condition::EVICTED)
-            .filter(|c| c.status == "True")
-            .map(|c| format!("evicted on the manager: {}", c.message))
-            .unwrap_or_else(|| "the workload holds no quota reservation on the manager".into());
-        plan.delete_all_except(obs.replicas, None, &reason);
-        return plan;
-    }
-    // A check asked for a retry: the admission loop evicts the workload next, and its
-    // replicas go (as they would once it holds no reservation); nothing is dispatched.
-    if let Some(check) = checks::failing(&old_status) {
-        let reason = format!("admission check {} asked for a retry", check.name);
-        plan.delete_all_except(obs.replicas, None, &reason);
-        return plan;
-    }
-
-    match old_status.cluster_name.clone() {
-        Some(winner) => follow_winner(obs, route, config, &winner, &mut status, &mut plan),
-        None => {
-            // Replicas older than the last re-dispatch belong to the dispatch that ended (for
-            // example on a worker that was lost and came back): they go, and cannot win.
-            let fresh = without_stale(obs, &old_status, &mut plan);
-            let obs = Observation {
-                replicas: &fresh,
-                ..*obs
-            };
-            match earliest_admitted(&obs, route) {
-                Some(winner) => declare_winner(&obs, route, &winner, &mut status, &mut plan),
-                None => dispatch_and_ungate(&obs, route, config, &mut status, &mut plan),
-            }
-        }
-    }
-    if status != old_status {
-        plan.status = Some(status);
+        .map(|(cluster, r)| replica_state(obs.workload, cluster, r))
+        .collect();
+    let route = obs.route.map_or(&[][..], |r| r.clusters.as_slice());
+    let decision = core::decide(
+        &core::Observation {
+            workload: &workload,
+            route,
+            clusters: &clusters,
+            replicas: &replicas,
+            now: obs.now,
+        },
+        config,
+    );
+    let mut plan = Plan {
+        finalizer: decision.finalizer,
+        delete: decision.remove,
+        create: decision.create,
+        open_gate: decision.open_gate,
+        requeue_after: decision.requeue_after,
+        ..Plan::default()
+    };
+    if let Some(route) = obs.route {
+        record(obs, route, &decision.progress, &mut plan);
     }
     plan
 }
 
-fn without_stale(
-    obs: &Observation<'_>,
-    status: &WorkloadStatus,
-    plan: &mut Plan,
-) -> BTreeMap<String, Workload> {
-    let latest = redispatch_stamp(status);
-    let mut fresh = BTreeMap::new();
-    for (cluster, replica) in obs.replicas {
-        let made_after = replica.annotations().get(REDISPATCH_ANNOTATION);
-        if latest.is_some() && made_after != latest.as_ref() {
-            plan.delete.push(Deletion {
-                cluster: cluster.clone(),
-                reason: "the replica predates the workload's re-dispatch".into(),
-                announce: true,
-            });
-        } else {
-            fresh.insert(cluster.clone(), replica.clone());
+/// The manager Workload as the decision reads it.
+fn workload_view(obs: &Observation<'_>) -> WorkloadView {
+    let wl = obs.workload;
+    let status = wl.status.clone().unwrap_or_default();
+    let conditions = &status.conditions;
+    let standing = if wl.metadata.deletion_timestamp.is_some() || obs.route.is_none() {
+        Standing::Leaving
+    } else if is_true(conditions, condition::FINISHED) {
+        Standing::Finished
+    } else if !wl.spec.active {
+        Standing::Inactive
+    } else if !checks::has_reservation(&status) {
+        Standing::NotReserved {
+            evicted: find_condition(conditions, condition::EVICTED)
+                .filter(|c| c.status == "True")
+                .map(|c| c.message.clone()),
         }
+    } else if let Some(check) = checks::failing(&status) {
+        Standing::CheckFailing {
+            check: check.name.clone(),
+        }
+    } else {
+        Standing::Reserved
+    };
+    let dispatch_since = obs.route.and_then(|route| {
+        status
+            .admission_checks
+            .iter()
+            .find(|c| c.name == route.check && c.state == CheckState::Pending)
+            .map(|c| to_chrono(&c.last_transition_time))
+    });
+    WorkloadView {
+        has_finalizer: wl.finalizers().iter().any(|f| f == FINALIZER),
+        standing,
+        winner: status.cluster_name.clone(),
+        redispatch_stamp: redispatch_stamp(&status),
+        dispatch_since,
     }
-    fresh
+}
+
+/// One replica as the decision reads it.
+fn replica_state(manager: &Workload, cluster: &str, replica: &Workload) -> ReplicaState {
+    let conditions = replica_conditions(replica);
+    ReplicaState {
+        view: ungate::view_of(cluster, replica),
+        stamp: replica.annotations().get(REDISPATCH_ANNOTATION).cloned(),
+        in_sync: in_sync(manager, replica),
+        admitted_at: find_condition(conditions, condition::ADMITTED)
+            .filter(|c| c.status == "True")
+            .map(|c| to_chrono(&c.last_transition_time)),
+        evicted: find_condition(conditions, condition::EVICTED)
+            .filter(|c| c.status == "True")
+            .map(|c| c.reason.clone()),
+        quota_reserved: is_true(conditions, condition::QUOTA_RESERVED),
+    }
+}
+
+fn cluster_view(cluster: &ClusterView) -> core::ClusterView {
+    let state = match &cluster.state {
+        ClusterState::Active => core::ClusterState::Active,
+        ClusterState::Unreachable { since, last_known } => core::ClusterState::Unreachable {
+            since: *since,
+            last_known: match last_known {
+                LastKnown::Seen(seen) => core::LastKnown::Seen(
+                    seen.as_deref()
+                        .map(|replica| ungate::view_of(&cluster.name, replica)),
+                ),
+                LastKnown::NeverSeen => core::LastKnown::NeverSeen,
+            },
+        },
+    };
+    core::ClusterView {
+        name: cluster.name.clone(),
+        state,
+    }
+}
+
+/// Writes what the decision's progress means into the status and events.
+fn record(obs: &Observation<'_>, route: &Route, progress: &Progress, plan: &mut Plan) {
+    let old_status = obs.workload.status.clone().unwrap_or_default();
+    let mut status = old_status.clone();
+    match progress {
+        Progress::None | Progress::WinnerUnreachable { .. } => {}
+        Progress::Won { cluster } => declare_winner(obs, route, cluster, &mut status, plan),
+        Progress::Running { cluster } => {
+            if let Some(replica) = obs.replicas.get(cluster) {
+                mirror(replica, &mut status);
+            }
+        }
+        Progress::Redispatch(cause) => redispatch(obs.now, route, cause, &mut status, plan),
+        Progress::Dispatched {
+            clusters,
+            connected,
+        } => note_dispatch(obs.now, route, clusters, *connected, &mut status, plan),
+    }
+    if status != old_status {
+        plan.status = Some(status);
+    }
 }
 
 fn is_true(
@@ -278,32 +268,6 @@ fn replica_conditions(
         .as_ref()
         .map(|s| s.conditions.as_slice())
         .unwrap_or_default()
-}
-
-/// The replica admitted first (ties: the route's cluster order).
-fn earliest_admitted(obs: &Observation<'_>, route: &Route) -> Option<String> {
-    obs.replicas
-        .iter()
-        .filter_map(|(cluster, r)| {
-            find_condition(replica_conditions(r), condition::ADMITTED)
-                .filter(|c| c.status == "True")
-                .map(|c| {
-                    (
-                        to_chrono(&c.last_transition_time),
-                        rank(cluster, &route.clusters),
-                        cluster.clone(),
-                    )
-                })
-        })
-        .min()
-        .map(|(_, _, cluster)| cluster)
-}
-
-fn rank(cluster: &str, order: &[String]) -> usize {
-    order
-        .iter()
-        .position(|c| c == cluster)
-        .unwrap_or(order.len())
 }
 
 fn declare_winner(
@@ -326,10 +290,10 @@ fn declare_winner(
         obs.now,
     );
     checks::sync_admitted(status, obs.now);
-    let earlier = plan.delete.len();
-    plan.delete_all_except(obs.replicas, Some(winner), &format!("admitted on {winner}"));
-    let losers: Vec<&str> = plan.delete[earlier..]
+    let losers: Vec<&str> = plan
+        .delete
         .iter()
+        .filter(|d| matches!(d.cause, RemovalCause::Lost { .. }))
         .map(|d| d.cluster.as_str())
         .collect();
     let message = match losers.as_slice() {
@@ -340,96 +304,29 @@ fn declare_winner(
             many.join(", ")
         ),
     };
-    for deletion in &mut plan.delete[earlier..] {
-        deletion.announce = false;
-    }
     plan.admitted_on = Some(winner.to_string());
     plan.event(EventType::Normal, "AdmittedOnCluster", winner, message);
-}
-
-fn follow_winner(
-    obs: &Observation<'_>,
-    route: &Route,
-    config: &LifecycleConfig,
-    winner: &str,
-    status: &mut WorkloadStatus,
-    plan: &mut Plan,
-) {
-    // Losers that survived an earlier pass (e.g. their worker was down) go now.
-    plan.delete_all_except(obs.replicas, Some(winner), &format!("admitted on {winner}"));
-    let cluster = obs.clusters.iter().find(|c| c.name == winner);
-    match cluster.map(|c| &c.state) {
-        None => redispatch(
-            obs,
-            route,
-            winner,
-            format!("worker cluster {winner} was removed"),
-            status,
-            plan,
-        ),
-        Some(ClusterState::Unreachable { since, .. }) => {
-            let lost_for = obs
-                .now
-                .signed_duration_since(*since)
-                .to_std()
-                .unwrap_or(Duration::ZERO);
-            if lost_for >= config.worker_lost_timeout {
-                let reason = format!(
-                    "worker cluster {winner} unreachable for more than {}s",
-                    config.worker_lost_timeout.as_secs()
-                );
-                redispatch(obs, route, winner, reason, status, plan);
-            } else {
-                plan.requeue(config.worker_lost_timeout - lost_for);
-            }
-        }
-        Some(ClusterState::Active) => match obs.replicas.get(winner) {
-            None => redispatch(
-                obs,
-                route,
-                winner,
-                format!("the replica on {winner} disappeared"),
-                status,
-                plan,
-            ),
-            Some(replica) => {
-                let conditions = replica_conditions(replica);
-                if is_true(conditions, condition::EVICTED)
-                    || !is_true(conditions, condition::QUOTA_RESERVED)
-                {
-                    let why = find_condition(conditions, condition::EVICTED)
-                        .filter(|c| c.status == "True")
-                        .map(|c| format!("evicted on {winner}: {}", c.reason))
-                        .unwrap_or_else(|| {
-                            format!("the replica on {winner} lost its quota reservation")
-                        });
-                    plan.delete.push(Deletion {
-                        cluster: winner.to_string(),
-                        reason: why.clone(),
-                        announce: true,
-                    });
-                    redispatch(obs, route, winner, why, status, plan);
-                } else {
-                    mirror(replica, status);
-                }
-            }
-        },
-    }
 }
 
 /// Back to dispatch, the Kueue way: forget the winner and set the MultiKueue check to
 /// `Retry`; the admission loop then evicts the workload on the manager (its quota goes back,
 /// it is queued again) and, once it reserves again, the lifecycle dispatches it afresh.
 fn redispatch(
-    obs: &Observation<'_>,
+    now: DateTime<Utc>,
     route: &Route,
-    winner: &str,
-    reason: String,
+    cause: &RedispatchCause,
     status: &mut WorkloadStatus,
     plan: &mut Plan,
 ) {
+    let reason = cause.to_string();
+    let winner = match cause {
+        RedispatchCause::ClusterRemoved { cluster }
+        | RedispatchCause::Unreachable { cluster, .. }
+        | RedispatchCause::ReplicaGone { cluster }
+        | RedispatchCause::Evicted { cluster, .. }
+        | RedispatchCause::LostReservation { cluster } => cluster,
+    };
     status.cluster_name = None;
-    let now = obs.now;
     set_condition(
         &mut status.conditions,
         NewCondition::new(
@@ -448,133 +345,45 @@ fn redispatch(
         now,
     );
     checks::sync_admitted(status, now);
+    plan.redispatched = true;
     plan.event(
         EventType::Warning,
         "Redispatched",
         winner,
         format!("left worker cluster {winner}: {reason}"),
     );
-    plan.requeue(Duration::ZERO);
 }
 
-fn dispatch_and_ungate(
-    obs: &Observation<'_>,
+/// Where the workload was dispatched: `nominatedClusterNames` and the check's message,
+/// written only once the reservation is [`DISPATCH_NOTE_DELAY`] old.
+fn note_dispatch(
+    now: DateTime<Utc>,
     route: &Route,
-    config: &LifecycleConfig,
+    clusters: &[String],
+    connected: usize,
     status: &mut WorkloadStatus,
     plan: &mut Plan,
 ) {
-    let eligible: Vec<String> = obs
-        .clusters
-        .iter()
-        .filter(|c| c.state == ClusterState::Active)
-        .map(|c| c.name.clone())
-        .collect();
-    let since = status
-        .admission_checks
-        .iter()
-        .find(|c| c.name == route.check && c.state == CheckState::Pending)
-        .map(|c| to_chrono(&c.last_transition_time))
-        .unwrap_or(obs.now);
-    let dispatched = dispatch(&config.dispatcher, &eligible, since, obs.now);
-    if let Some(next) = dispatched.next_round_in {
-        plan.requeue(next);
-    }
-
-    for (cluster, replica) in obs.replicas {
-        if !dispatched.clusters.contains(cluster) {
-            plan.delete.push(Deletion {
-                cluster: cluster.clone(),
-                reason: "the cluster is no longer dispatched to".into(),
-                announce: true,
-            });
-        } else if !in_sync(obs.workload, replica) {
-            plan.delete.push(Deletion {
-                cluster: cluster.clone(),
-                reason: "the replica's spec differs from the workload's".into(),
-                announce: true,
-            });
-        }
-    }
-    let created: Vec<String> = dispatched
-        .clusters
-        .iter()
-        .filter(|c| !obs.replicas.contains_key(*c))
-        .cloned()
-        .collect();
-    // The "Dispatched" events are the shell's: only it knows which creations succeeded.
-    plan.create = created;
-
     let before = status.clone();
-    let message = if dispatched.clusters.is_empty() {
+    let message = if clusters.is_empty() {
         format!(
             "no worker cluster of MultiKueueConfig {} is connected",
             route.config
         )
     } else {
         format!(
-            "dispatched to {} ({} of {} worker clusters connected)",
-            dispatched.clusters.join(", "),
-            eligible.len(),
+            "dispatched to {} ({connected} of {} worker clusters connected)",
+            clusters.join(", "),
             route.clusters.len()
         )
     };
-    status.nominated_cluster_names = dispatched.clusters.clone();
-    set_check(status, &route.check, CheckState::Pending, message, obs.now);
-    if let Some(wait) = dispatch_note_wait(&before, status, &route.check, obs.now) {
+    status.nominated_cluster_names = clusters.to_vec();
+    set_check(status, &route.check, CheckState::Pending, message, now);
+    if let Some(wait) = dispatch_note_wait(&before, status, &route.check, now) {
         // Most workloads are admitted within seconds: their status then says where they
         // run, and a note of where they were dispatched would only have cost a write.
         *status = before;
         plan.requeue(wait);
-    }
-
-    if config.orchestrated {
-        // A replica this plan deletes (its spec is out of date) is no candidate, but a gate
-        // opened on it still counts towards the timeout.
-        let mut views: Vec<ungate::ReplicaView> = obs
-            .replicas
-            .iter()
-            .filter(|(c, _)| dispatched.clusters.contains(*c))
-            .map(|(c, r)| {
-                let mut view = ungate::view_of(c, r);
-                if plan.delete.iter().any(|d| &d.cluster == c) {
-                    view.signal = None;
-                    view.cost = None;
-                }
-                view
-            })
-            .collect();
-        // Replicas created by this plan have not signalled yet (LeastDisruption waits for them).
-        views.extend(plan.create.iter().map(|c| being_created_view(c)));
-        views.extend(obs.clusters.iter().filter_map(unreachable_view));
-        match ungate::decide_with_policy(
-            &views,
-            &route.clusters,
-            obs.now,
-            config.preemption_timeout,
-            config.ungating_policy,
-        ) {
-            UngateDecision::Nothing => {}
-            UngateDecision::Wait { requeue_after, .. }
-            | UngateDecision::Collect { requeue_after, .. } => plan.requeue(requeue_after),
-            UngateDecision::Open {
-                cluster,
-                signalled_at,
-                previous_opened_at,
-                previous_cluster,
-                requeue_after,
-                why,
-            } => {
-                plan.requeue(requeue_after);
-                plan.open_gate = Some(GateOpening {
-                    cluster,
-                    signalled_at,
-                    previous_opened_at,
-                    previous_cluster,
-                    why,
-                });
-            }
-        }
     }
 }
 
@@ -610,51 +419,6 @@ fn dispatch_note_wait(
     DISPATCH_NOTE_DELAY
         .checked_sub(age)
         .filter(|w| !w.is_zero())
-}
-
-/// A replica this plan creates: its gate is Closed and it has not signalled yet.
-fn being_created_view(cluster: &str) -> ungate::ReplicaView {
-    ungate::ReplicaView {
-        cluster: cluster.to_string(),
-        gate: Some(ungate::GateObservation {
-            state: baton_crds::workload::GateState::Closed,
-            since: None,
-        }),
-        ..Default::default()
-    }
-}
-
-/// What an unreachable cluster contributes to the ungating decision: its last known Open gate
-/// (it cannot be opened now, so it never signals, and a Closed gate there holds no baton), or,
-/// when not seen since this manager started, a gate that may have been opened at that time.
-fn unreachable_view(cluster: &ClusterView) -> Option<ungate::ReplicaView> {
-    let ClusterState::Unreachable { since, last_known } = &cluster.state else {
-        return None;
-    };
-    match last_known {
-        LastKnown::Seen(None) => None,
-        LastKnown::Seen(Some(replica)) => {
-            let mut view = ungate::view_of(&cluster.name, replica);
-            view.signal = None;
-            view.admitted = false;
-            view.cost = None;
-            let open = view
-                .gate
-                .as_ref()
-                .is_some_and(|g| g.state == baton_crds::workload::GateState::Open);
-            open.then_some(view)
-        }
-        LastKnown::NeverSeen => Some(ungate::ReplicaView {
-            cluster: cluster.name.clone(),
-            gate: Some(ungate::GateObservation {
-                state: baton_crds::workload::GateState::Open,
-                since: Some(*since),
-            }),
-            signal: None,
-            admitted: false,
-            cost: None,
-        }),
-    }
 }
 
 /// Copies the winner's pod readiness and finish.

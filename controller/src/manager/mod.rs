@@ -5,7 +5,6 @@ pub mod admission_loop;
 pub mod connection;
 pub mod context;
 pub mod controller;
-pub mod dispatch;
 pub mod events;
 pub mod execute;
 pub mod gate_clock;

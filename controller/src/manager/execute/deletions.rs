@@ -14,7 +14,7 @@ use kube::api::{Api, DeleteParams, Preconditions};
 use super::{Outcome, is_conflict, is_not_found};
 use crate::manager::context::{Context, ReconcileError};
 use crate::manager::events::publish;
-use crate::manager::lifecycle::{Deletion, EventType, FINISHED_REASON};
+use crate::manager::lifecycle::{EventType, Removal, RemovalCause};
 use crate::manager::remote_job::is_copy_of;
 use crate::manager::workers::{Connected, WorkerState};
 use crate::metrics::Metrics;
@@ -23,7 +23,7 @@ pub async fn run(
     ctx: &Context,
     wl: &Workload,
     replicas: &BTreeMap<String, Workload>,
-    deletions: &[Deletion],
+    deletions: &[Removal],
 ) -> Result<Outcome, ReconcileError> {
     let ns = wl.namespace().unwrap_or_default();
     let name = wl.name_any();
@@ -36,13 +36,13 @@ pub async fn run(
         let name = name.clone();
         let origin = ctx.config.origin.as_str();
         Some(async move {
-            if deletion.reason != FINISHED_REASON {
+            if deletion.cause != RemovalCause::Finished {
                 delete_job_copies(&worker, &name, origin, &deletion.cluster).await;
             }
             (deletion, api.delete(&name, &params).await)
         })
     });
-    let mut removed: Vec<&Deletion> = Vec::new();
+    let mut removed: Vec<&Removal> = Vec::new();
     let mut outcome = Outcome::Done;
     for (deletion, result) in futures::future::join_all(requests).await {
         match result {
@@ -76,7 +76,7 @@ pub async fn run(
 
 /// One event for the announced replicas a pass removed (each event is an API write on the
 /// manager).
-async fn report_removed(ctx: &Context, wl: &Workload, removed: &[&Deletion]) {
+async fn report_removed(ctx: &Context, wl: &Workload, removed: &[&Removal]) {
     if removed.is_empty() {
         return;
     }
@@ -85,12 +85,13 @@ async fn report_removed(ctx: &Context, wl: &Workload, removed: &[&Deletion]) {
 }
 
 /// "removed the replicas on w2, w3: why" (clusters grouped by reason, in order).
-fn removal_message(removed: &[&Deletion]) -> String {
-    let mut by_reason: Vec<(&str, Vec<&str>)> = Vec::new();
+fn removal_message(removed: &[&Removal]) -> String {
+    let mut by_reason: Vec<(String, Vec<&str>)> = Vec::new();
     for d in removed {
-        match by_reason.iter_mut().find(|(why, _)| *why == d.reason) {
+        let why = d.cause.to_string();
+        match by_reason.iter_mut().find(|(w, _)| *w == why) {
             Some((_, clusters)) => clusters.push(&d.cluster),
-            None => by_reason.push((&d.reason, vec![&d.cluster])),
+            None => by_reason.push((why, vec![&d.cluster])),
         }
     }
     let parts: Vec<String> = by_reason
@@ -112,7 +113,7 @@ fn deleted(
     ctx: &Context,
     wl: &Workload,
     replicas: &BTreeMap<String, Workload>,
-    deletion: &Deletion,
+    deletion: &Removal,
 ) {
     ctx.metrics
         .replicas_deleted
@@ -130,7 +131,7 @@ fn deleted(
             .get_or_create(&Metrics::cluster(&deletion.cluster))
             .inc();
     }
-    tracing::info!(workload = %wl.name_any(), cluster = %deletion.cluster, reason = %deletion.reason, "replica deleted");
+    tracing::info!(workload = %wl.name_any(), cluster = %deletion.cluster, reason = %deletion.cause, "replica deleted");
 }
 
 /// Deletes our copies of the manager Job bound to replica `workload` on one worker; their
@@ -192,20 +193,26 @@ fn may_have_preempted(replica: &Workload) -> bool {
 mod tests {
     use super::*;
 
-    fn deletion(cluster: &str, reason: &str) -> Deletion {
-        Deletion {
+    fn deletion(cluster: &str, cause: RemovalCause) -> Removal {
+        Removal {
             cluster: cluster.into(),
-            reason: reason.into(),
+            cause,
             announce: true,
+        }
+    }
+
+    fn lost() -> RemovalCause {
+        RemovalCause::Lost {
+            winner: "w1".into(),
         }
     }
 
     #[test]
     fn removals_are_reported_together_grouped_by_reason() {
         let (a, b, c) = (
-            deletion("w2", "admitted on w1"),
-            deletion("w3", "admitted on w1"),
-            deletion("w4", "the cluster is no longer dispatched to"),
+            deletion("w2", lost()),
+            deletion("w3", lost()),
+            deletion("w4", RemovalCause::NotDispatched),
         );
         assert_eq!(
             removal_message(&[&a, &b, &c]),

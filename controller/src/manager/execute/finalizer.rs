@@ -6,10 +6,15 @@ use kube::api::{Api, Patch, PatchParams};
 
 use super::{Outcome, conflict_or, is_not_found};
 use crate::manager::context::{Context, ReconcileError};
-use crate::manager::lifecycle::FINALIZER;
+use crate::manager::lifecycle::{FINALIZER, FinalizerAction};
 
-/// Adds (`add`) or removes our finalizer. A Workload already gone needs no removal.
-pub async fn set(ctx: &Context, wl: &Workload, add: bool) -> Result<Outcome, ReconcileError> {
+/// Adds or removes our finalizer. A Workload already gone needs no removal.
+pub async fn set(
+    ctx: &Context,
+    wl: &Workload,
+    action: FinalizerAction,
+) -> Result<Outcome, ReconcileError> {
+    let add = action == FinalizerAction::Add;
     let api: Api<Workload> =
         Api::namespaced(ctx.client.clone(), &wl.namespace().unwrap_or_default());
     let patch = finalizer_patch(wl, wl.resource_version().as_deref(), add);

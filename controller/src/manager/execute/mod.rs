@@ -16,7 +16,7 @@ use baton_crds::workload::Workload;
 use kube::runtime::controller::Action;
 
 use super::context::{Context, ReconcileError};
-use super::lifecycle::Plan;
+use super::lifecycle::{FinalizerAction, Plan};
 
 /// A conflict means our cache was stale: look again soon, with fresh data.
 const AFTER_CONFLICT: Duration = Duration::from_millis(50);
@@ -32,9 +32,9 @@ pub async fn execute(
     replicas: &BTreeMap<String, Workload>,
     plan: Plan,
 ) -> Result<Action, ReconcileError> {
-    if plan.add_finalizer {
+    if plan.finalizer == Some(FinalizerAction::Add) {
         // The patch changed the object; the next pass works from the new version.
-        return Ok(match finalizer::set(ctx, wl, true).await? {
+        return Ok(match finalizer::set(ctx, wl, FinalizerAction::Add).await? {
             Outcome::Done => Action::requeue(Duration::ZERO),
             Outcome::Conflict => Action::requeue(AFTER_CONFLICT),
         });
@@ -51,11 +51,13 @@ pub async fn execute(
     if status::write(ctx, wl, &plan).await? == Outcome::Conflict {
         return Ok(Action::requeue(AFTER_CONFLICT));
     }
-    if plan.remove_finalizer {
-        return Ok(match finalizer::set(ctx, wl, false).await? {
-            Outcome::Done => Action::await_change(),
-            Outcome::Conflict => Action::requeue(AFTER_CONFLICT),
-        });
+    if plan.finalizer == Some(FinalizerAction::Remove) {
+        return Ok(
+            match finalizer::set(ctx, wl, FinalizerAction::Remove).await? {
+                Outcome::Done => Action::await_change(),
+                Outcome::Conflict => Action::requeue(AFTER_CONFLICT),
+            },
+        );
     }
     // A periodic look even when idle, so a lost event never strands a workload.
     let mut after = plan.requeue_after.unwrap_or(Duration::from_secs(300));

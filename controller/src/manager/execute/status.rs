@@ -31,7 +31,7 @@ pub async fn write(ctx: &Context, wl: &Workload, plan: &Plan) -> Result<Outcome,
             .get_or_create(&Metrics::cluster(cluster))
             .inc();
     }
-    if plan.events.iter().any(|e| e.reason == "Redispatched") {
+    if plan.redispatched {
         ctx.metrics.workloads_redispatched.inc();
     }
     for event in &plan.events {

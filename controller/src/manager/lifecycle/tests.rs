@@ -1,6 +1,6 @@
 use super::*;
-use crate::config::{DispatcherName, IncrementalDispatcherConfig};
 use crate::manager::replica::build_replica;
+use baton_core::dispatch::Dispatcher;
 use baton_crds::constants::{MULTIKUEUE_GATE, reason};
 use baton_crds::gates::set_gate_state;
 use baton_crds::workload::{Admission, GateState, WorkloadSpec};
@@ -27,7 +27,7 @@ fn config() -> LifecycleConfig {
         orchestrated: true,
         worker_lost_timeout: Duration::from_secs(900),
         preemption_timeout: Duration::from_secs(300),
-        dispatcher: DispatcherConfig::default(),
+        dispatcher: Dispatcher::default(),
         ungating_policy: Default::default(),
     }
 }
@@ -188,7 +188,7 @@ fn a_new_workload_gets_a_finalizer_and_replicas_on_every_connected_cluster() {
         },
     });
     let plan = run(&wl, &clusters, &BTreeMap::new(), 10);
-    assert!(plan.add_finalizer);
+    assert!((plan.finalizer == Some(FinalizerAction::Add)));
     assert_eq!(plan.create, vec!["w1", "w2"]);
     let wl = with_status(wl, &plan);
     let status = wl.status.as_ref().expect("status");
@@ -431,7 +431,12 @@ fn a_workload_without_a_manager_reservation_has_no_replicas() {
     let replicas = BTreeMap::from([("w2".to_string(), admitted(replica(0), 20))]);
     let plan = run(&wl, &active(&["w1", "w2", "w3"]), &replicas, 31);
     assert_eq!(deleted(&plan), vec!["w2"]);
-    assert!(plan.delete[0].reason.contains("evicted on the manager"));
+    assert!(
+        plan.delete[0]
+            .cause
+            .to_string()
+            .contains("evicted on the manager")
+    );
     assert!(plan.create.is_empty() && plan.status.is_none());
 }
 
@@ -492,9 +497,9 @@ fn deletion_removes_replicas_then_the_finalizer() {
     let replicas = BTreeMap::from([("w1".to_string(), replica(0))]);
     let plan = run(&wl, &active(&["w1"]), &replicas, 6);
     assert_eq!(deleted(&plan), vec!["w1"]);
-    assert!(!plan.remove_finalizer);
+    assert!(!(plan.finalizer == Some(FinalizerAction::Remove)));
     let plan = run(&wl, &active(&["w1"]), &BTreeMap::new(), 7);
-    assert!(plan.remove_finalizer);
+    assert!((plan.finalizer == Some(FinalizerAction::Remove)));
     // Without our finalizer there is nothing to do.
     wl.metadata.finalizers = None;
     assert_eq!(run(&wl, &active(&["w1"]), &replicas, 8), Plan::default());
@@ -537,12 +542,9 @@ fn out_of_sync_replicas_are_replaced_and_inactive_workloads_withdrawn() {
 #[test]
 fn incremental_dispatch_grows_round_by_round() {
     let mut cfg = config();
-    cfg.dispatcher = DispatcherConfig {
-        name: DispatcherName::Incremental,
-        incremental: IncrementalDispatcherConfig {
-            clusters_per_round: 1,
-            round_timeout: Duration::from_secs(60),
-        },
+    cfg.dispatcher = Dispatcher::Incremental {
+        clusters_per_round: 1,
+        round_timeout: Duration::from_secs(60),
     };
     let wl = manager();
     let clusters = active(&["w1", "w2", "w3"]);

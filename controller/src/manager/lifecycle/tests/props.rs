@@ -58,10 +58,10 @@ impl World {
             .metadata
             .finalizers
             .get_or_insert_with(Vec::new);
-        if plan.add_finalizer {
+        if plan.finalizer == Some(FinalizerAction::Add) {
             finalizers.push(FINALIZER.to_string());
         }
-        if plan.remove_finalizer {
+        if plan.finalizer == Some(FinalizerAction::Remove) {
             finalizers.retain(|f| f != FINALIZER);
         }
         for d in &plan.delete {
@@ -122,8 +122,8 @@ fn admitted_replica(r: &Workload) -> bool {
 }
 
 fn writes(plan: &Plan) -> bool {
-    plan.add_finalizer
-        || plan.remove_finalizer
+    (plan.finalizer == Some(FinalizerAction::Add))
+        || (plan.finalizer == Some(FinalizerAction::Remove))
         || !plan.delete.is_empty()
         || !plan.create.is_empty()
         || plan.open_gate.is_some()
@@ -176,7 +176,7 @@ proptest! {
                 prop_assert!(!writes(&plan), "{:#?}", plan);
             }
         }
-        if plan.remove_finalizer {
+        if plan.finalizer == Some(FinalizerAction::Remove) {
             prop_assert!(w.replicas.is_empty() && (deleted || !w.routed));
         }
     }

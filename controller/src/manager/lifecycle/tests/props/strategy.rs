@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
+use baton_core::dispatch::Dispatcher;
 use baton_crds::workload::PreemptionCost;
 
 use super::super::*;
@@ -44,13 +45,10 @@ fn config() -> impl Strategy<Value = LifecycleConfig> {
     )
         .prop_map(|(orchestrated, lost, timeout, incremental, window)| {
             let dispatcher = match incremental {
-                None => DispatcherConfig::default(),
-                Some((per_round, round)) => DispatcherConfig {
-                    name: DispatcherName::Incremental,
-                    incremental: IncrementalDispatcherConfig {
-                        clusters_per_round: per_round,
-                        round_timeout: Duration::from_secs(round),
-                    },
+                None => Dispatcher::default(),
+                Some((per_round, round)) => Dispatcher::Incremental {
+                    clusters_per_round: per_round,
+                    round_timeout: Duration::from_secs(round),
                 },
             };
             LifecycleConfig {

@@ -4,7 +4,18 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::config::{DispatcherConfig, DispatcherName};
+/// How a workload's clusters are chosen (the manager's `dispatcher` setting).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Dispatcher {
+    /// Every eligible cluster at once (the default).
+    #[default]
+    AllAtOnce,
+    /// `clusters_per_round` more clusters every `round_timeout`.
+    Incremental {
+        clusters_per_round: u32,
+        round_timeout: Duration,
+    },
+}
 
 /// The clusters to dispatch to and, for the incremental dispatcher, when to add more.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,19 +27,22 @@ pub struct Dispatch {
 /// `eligible`: the route's clusters that exist and are connected, in config order.
 /// `since`: when the current dispatch began (rounds are counted from it).
 pub fn dispatch(
-    config: &DispatcherConfig,
+    config: &Dispatcher,
     eligible: &[String],
     since: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Dispatch {
-    match config.name {
-        DispatcherName::AllAtOnce => Dispatch {
+    match *config {
+        Dispatcher::AllAtOnce => Dispatch {
             clusters: eligible.to_vec(),
             next_round_in: None,
         },
-        DispatcherName::Incremental => {
-            let step = config.incremental.clusters_per_round.max(1) as usize;
-            let round_len = config.incremental.round_timeout.max(Duration::from_secs(1));
+        Dispatcher::Incremental {
+            clusters_per_round,
+            round_timeout,
+        } => {
+            let step = clusters_per_round.max(1) as usize;
+            let round_len = round_timeout.max(Duration::from_secs(1));
             let elapsed = now
                 .signed_duration_since(since)
                 .to_std()
@@ -50,7 +64,6 @@ pub fn dispatch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::IncrementalDispatcherConfig;
     use chrono::TimeZone;
 
     fn t(s: i64) -> DateTime<Utc> {
@@ -65,7 +78,7 @@ mod tests {
 
     #[test]
     fn all_at_once_takes_every_eligible_cluster() {
-        let d = dispatch(&DispatcherConfig::default(), &clusters(5), t(0), t(0));
+        let d = dispatch(&Dispatcher::default(), &clusters(5), t(0), t(0));
         assert_eq!(
             d,
             Dispatch {
@@ -77,12 +90,9 @@ mod tests {
 
     #[test]
     fn incremental_adds_a_step_per_round() {
-        let config = DispatcherConfig {
-            name: DispatcherName::Incremental,
-            incremental: IncrementalDispatcherConfig {
-                clusters_per_round: 2,
-                round_timeout: Duration::from_secs(60),
-            },
+        let config = Dispatcher::Incremental {
+            clusters_per_round: 2,
+            round_timeout: Duration::from_secs(60),
         };
         let d = dispatch(&config, &clusters(5), t(0), t(10));
         assert_eq!(d.clusters, clusters(2));
