@@ -3,13 +3,13 @@
 //! real ungating decision, and the delays between them, on a virtual clock.
 
 use super::events::{EventQueue, Millis};
-use super::manager::{Managed, Observed, millis};
+use super::manager::{Fleet, Managed, Observed, millis};
 use super::metrics::{Eviction, Outcome, Reservation, WorkloadStats};
 use super::model::{DelayRange, Mode, RunConfig};
 use super::rng::Rng;
 use super::trace::Trace;
 use super::world::{Applied, Change, Entry, State, Worker, instant, key};
-use baton_core::ungate::UngateDecision;
+use baton_core::lifecycle::{Progress, RemovalCause};
 
 /// The worker's loop waits this long after a change for more changes to batch into one
 /// cycle (`worker::run`'s `BATCH_WINDOW`).
@@ -65,7 +65,8 @@ struct Sim<'a> {
     config: RunConfig,
     queue: EventQueue<Event>,
     workers: Vec<Worker>,
-    order: Vec<String>,
+    /// The manager's view of the workers and its lifecycle settings.
+    fleet: Fleet,
     managed: Vec<Managed>,
     stats: Vec<WorkloadStats>,
     evictions: Vec<Eviction>,
@@ -91,7 +92,7 @@ pub fn simulate(trace: &Trace, config: RunConfig) -> Outcome {
         trace,
         config,
         queue: EventQueue::default(),
-        order: workers.iter().map(|w| w.name.clone()).collect(),
+        fleet: Fleet::new(workers.iter().map(|w| w.name.clone()).collect(), config.mode),
         workers,
         managed: vec![Managed::default(); trace.workloads.len()],
         stats: trace
@@ -185,7 +186,7 @@ impl Sim<'_> {
                 if self.managed[wl].next_tick == Some(at) {
                     self.managed[wl].next_tick = None;
                 }
-                self.ungate(wl);
+                self.manage(wl);
             }
             Event::OpenGate { wl, round, worker } => {
                 let k = key(&self.trace.workloads[wl].name, Some(round));
@@ -211,26 +212,14 @@ impl Sim<'_> {
                     .insert(entry.key().to_string(), entry);
                 self.touch(c);
             }
-            None => self.dispatch(wl),
-        }
-    }
-
-    /// Replicas on every worker, for the workload's current round.
-    fn dispatch(&mut self, wl: usize) {
-        let mode = self.config.mode;
-        self.managed[wl].dispatch(&self.order, mode);
-        let round = self.managed[wl].round;
-        for worker in 0..self.workers.len() {
-            let at = self.write_at(worker);
-            self.queue
-                .at(at, Event::CreateReplica { wl, round, worker });
+            None => self.manage(wl),
         }
     }
 
     fn create_replica(&mut self, wl: usize, round: u32, worker: usize) {
         let m = &self.managed[wl];
         let wanted =
-            !m.done && m.round == round && m.views.get(worker).is_some_and(Option::is_some);
+            !m.done && m.round == round && m.replicas.get(worker).is_some_and(Option::is_some);
         if !wanted {
             return;
         }
@@ -487,77 +476,69 @@ impl Sim<'_> {
 
     fn manager_sees(&mut self, wl: usize, round: u32, worker: usize, seen: Observed) {
         let m = &mut self.managed[wl];
-        if m.done || m.round != round || !m.views.get(worker).is_some_and(Option::is_some) {
+        if m.done || m.round != round || !m.observe(worker, &seen) {
             return;
         }
-        if seen.evicted {
-            if m.winner == Some(worker) {
-                // Back to dispatch: the evicted replica is deleted once its pods are gone.
-                m.round += 1;
-                m.views.iter_mut().for_each(|v| *v = None);
-                self.dispatch(wl);
-            }
-            return;
-        }
-        m.observe(worker, &seen);
-        if let (Some(at), None) = (seen.admitted, m.winner) {
-            // The first admitted replica wins; the others are deleted.
-            m.winner = Some(worker);
-            self.stats[wl].winners.push((round, worker));
-            let others: Vec<usize> = (0..m.views.len())
-                .filter(|&j| j != worker && m.views[j].is_some())
-                .collect();
-            for &j in &others {
-                m.views[j] = None;
-            }
-            self.stats[wl].admitted_at(at, worker);
-            for j in others {
-                let at = self.write_at(j);
-                self.queue.at(
-                    at,
-                    Event::RemoveReplica {
-                        wl,
-                        round,
-                        worker: j,
-                    },
-                );
-            }
-            let at = self.write_at(worker);
-            self.queue.at(at, Event::StartRun { wl, round, worker });
-            return;
-        }
-        if m.winner.is_none() {
-            self.ungate(wl);
-        }
+        self.manage(wl);
     }
 
-    fn ungate(&mut self, wl: usize) {
+    /// The manager's lifecycle decision for `wl` (`baton_core::lifecycle::decide`), carried
+    /// out: replicas created and removed, a gate opened, the winner's run started, a
+    /// re-dispatch, the next look.
+    fn manage(&mut self, wl: usize) {
         let now = self.now();
-        let m = &self.managed[wl];
-        if m.done || m.winner.is_some() || !self.orchestrated() {
-            return;
-        }
-        match m.ungate(&self.order, instant(now), self.config.mode) {
-            UngateDecision::Nothing => {}
-            UngateDecision::Wait { requeue_after, .. }
-            | UngateDecision::Collect { requeue_after, .. } => {
-                self.tick(wl, now + millis(requeue_after).max(1));
+        let decision = self.managed[wl].decide(&self.fleet, instant(now));
+        let round = self.managed[wl].round;
+        for removal in &decision.remove {
+            let Some(worker) = self.fleet.index(&removal.cluster) else {
+                continue;
+            };
+            self.managed[wl].removed(worker);
+            // An evicted winner's replica is deleted by its worker once its pods are gone.
+            if !matches!(removal.cause, RemovalCause::WinnerLost(_)) {
+                let at = self.write_at(worker);
+                self.queue.at(at, Event::RemoveReplica { wl, round, worker });
             }
-            UngateDecision::Open {
-                cluster,
-                requeue_after,
-                ..
-            } => {
-                let Some(worker) = self.order.iter().position(|c| *c == cluster) else {
+        }
+        for cluster in &decision.create {
+            let Some(worker) = self.fleet.index(cluster) else {
+                continue;
+            };
+            self.managed[wl].created(&self.fleet, worker);
+            let at = self.write_at(worker);
+            self.queue.at(at, Event::CreateReplica { wl, round, worker });
+        }
+        if let Some(opening) = &decision.open_gate
+            && let Some(worker) = self.fleet.index(&opening.cluster)
+        {
+            self.managed[wl].opened(worker, now);
+            self.stats[wl].gates.push((round, worker, now));
+            let at = self.write_at(worker);
+            self.queue.at(at, Event::OpenGate { wl, round, worker });
+        }
+        match &decision.progress {
+            Progress::Won { cluster } => {
+                let Some(worker) = self.fleet.index(cluster) else {
                     return;
                 };
-                let round = self.managed[wl].round;
-                self.managed[wl].opened(worker, now);
-                self.stats[wl].gates.push((round, worker, now));
+                let m = &mut self.managed[wl];
+                m.winner = Some(worker);
+                let at = m.admitted_at.get(worker).copied().flatten().unwrap_or(now);
+                self.stats[wl].winners.push((round, worker));
+                self.stats[wl].admitted_at(at, worker);
                 let at = self.write_at(worker);
-                self.queue.at(at, Event::OpenGate { wl, round, worker });
-                self.tick(wl, now + millis(requeue_after).max(1));
+                self.queue.at(at, Event::StartRun { wl, round, worker });
             }
+            Progress::Redispatch(_) => {
+                // The manager's own quota is not simulated: the workload is reserved again
+                // at once and dispatched afresh.
+                self.managed[wl].redispatched();
+                return self.manage(wl);
+            }
+            _ => {}
+        }
+        if let Some(after) = decision.requeue_after {
+            self.tick(wl, now + millis(after).max(1));
         }
     }
 
