@@ -12,6 +12,6 @@ pub mod manager;
 pub mod metrics;
 pub mod queue_status;
 pub mod shutdown;
-pub mod simulate;
+pub mod simulate_cmd;
 pub mod watch;
 pub mod worker;

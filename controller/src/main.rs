@@ -26,7 +26,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Simulate(args) => baton::simulate::cli::run(&args),
+        Command::Simulate(args) => baton::simulate_cmd::run(&args),
         Command::Manager(args) => {
             let config = load_config(&args.common)?;
             let runtime =

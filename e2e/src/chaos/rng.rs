@@ -1,4 +1,4 @@
 //! The chaos soak's seeded generator: the simulator's SplitMix64, so that a seed gives the same
 //! schedule on every machine.
 
-pub use baton::simulate::rng::Rng;
+pub use baton_simulate::rng::Rng;

@@ -5,12 +5,12 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use baton::simulate::cli::{modes, run_modes};
-use baton::simulate::generate::{Spec, generate};
-use baton::simulate::metrics::{Outcome, WasteCause};
-use baton::simulate::model::{Delays, Mode, Policy, RunConfig};
-use baton::simulate::run::simulate;
-use baton::simulate::trace::{Trace, parse_yaml};
+use baton_simulate::generate::{Spec, generate};
+use baton_simulate::metrics::{Outcome, WasteCause};
+use baton_simulate::model::{Delays, Mode, Policy, RunConfig};
+use baton_simulate::run::simulate;
+use baton_simulate::runner::{Selection, modes, run_modes};
+use baton_simulate::trace::{Trace, parse_yaml};
 
 /// The sandbox's demo shape: three workers of 4 CPUs, each full with two low-priority Jobs
 /// of 2 pods × 1 CPU submitted on the worker, whose pods take 3 s to stop; then one
@@ -155,7 +155,7 @@ fn runs_are_deterministic_for_a_seed() {
         ..Spec::default()
     };
     let trace = generate(&spec, 3).unwrap();
-    let all = modes(baton::cli::SimulatePolicy::All, &[Duration::from_secs(30)]);
+    let all = modes(Selection::All, &[Duration::from_secs(30)]);
     let a = run_modes(&trace, &all, Delays::default(), 5, false);
     let b = run_modes(&trace, &all, Delays::default(), 5, false);
     for (x, y) in a.iter().zip(&b) {

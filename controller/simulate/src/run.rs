@@ -92,7 +92,10 @@ pub fn simulate(trace: &Trace, config: RunConfig) -> Outcome {
         trace,
         config,
         queue: EventQueue::default(),
-        fleet: Fleet::new(workers.iter().map(|w| w.name.clone()).collect(), config.mode),
+        fleet: Fleet::new(
+            workers.iter().map(|w| w.name.clone()).collect(),
+            config.mode,
+        ),
         workers,
         managed: vec![Managed::default(); trace.workloads.len()],
         stats: trace
@@ -497,7 +500,8 @@ impl Sim<'_> {
             // An evicted winner's replica is deleted by its worker once its pods are gone.
             if !matches!(removal.cause, RemovalCause::WinnerLost(_)) {
                 let at = self.write_at(worker);
-                self.queue.at(at, Event::RemoveReplica { wl, round, worker });
+                self.queue
+                    .at(at, Event::RemoveReplica { wl, round, worker });
             }
         }
         for cluster in &decision.create {
@@ -506,7 +510,8 @@ impl Sim<'_> {
             };
             self.managed[wl].created(&self.fleet, worker);
             let at = self.write_at(worker);
-            self.queue.at(at, Event::CreateReplica { wl, round, worker });
+            self.queue
+                .at(at, Event::CreateReplica { wl, round, worker });
         }
         if let Some(opening) = &decision.open_gate
             && let Some(worker) = self.fleet.index(&opening.cluster)
