@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+pub use crate::logging::LogFormat;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
@@ -16,12 +17,6 @@ pub struct Cli {
     pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Plain,
-    Json,
 }
 
 #[derive(Debug, Subcommand)]

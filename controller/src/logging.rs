@@ -1,8 +1,14 @@
 //! Log setup: `tracing` to stderr, filtered by `RUST_LOG` (default `info`), plain or JSON.
 
+use clap::ValueEnum;
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::LogFormat;
+/// The log output format (`--log-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Plain,
+    Json,
+}
 
 /// Installs the global subscriber. Safe to call once per process.
 pub fn init(format: LogFormat) {

@@ -17,7 +17,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::admission::build::admission_usage;
+use baton_crds::demand::admission_usage;
 
 /// Usage by flavor, then resource, in milli-units.
 type FlavorTotals = BTreeMap<String, BTreeMap<String, i128>>;

@@ -147,6 +147,23 @@ fn parse_list(list: &BTreeMap<String, Quantity>, path: &str) -> Result<Resources
     Ok(resources)
 }
 
+/// What an admission holds: (flavor, resource, milli-units) per assigned resource. An
+/// unreadable amount counts as zero (the admission was written by a scheduler, not a user).
+pub fn admission_usage(admission: &crate::workload::Admission) -> Vec<(String, String, i128)> {
+    let mut usage = Vec::new();
+    for psa in &admission.pod_set_assignments {
+        for (resource, flavor) in &psa.flavors {
+            let amount = psa
+                .resource_usage
+                .get(resource)
+                .and_then(|q| crate::quantity::parse_milli(q).ok())
+                .unwrap_or(0);
+            usage.push((flavor.0.clone(), resource.clone(), amount));
+        }
+    }
+    usage
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use baton_crds::cluster_queue::StopPolicy;
 use baton_crds::conditions::{condition_transition_time, is_condition_true};
 use baton_crds::constants::condition;
-use baton_crds::demand::pod_set_demand;
+use baton_crds::demand::{admission_usage, pod_set_demand};
 use baton_crds::gates::{gates, preemption_gated};
 use baton_crds::priority::{PriorityClasses, resolve_priority};
 use baton_crds::quantity::parse_milli;
@@ -435,23 +435,6 @@ fn evicted_for(
     let rest = c.message.split_once("to accommodate workload ")?.1;
     let key = rest.split_whitespace().next()?;
     key.contains('/').then(|| key.to_string())
-}
-
-/// What an admission holds: (flavor, resource, milli-units) per assigned resource. An
-/// unreadable amount counts as zero (the admission was written by a scheduler, not a user).
-pub fn admission_usage(admission: &baton_crds::workload::Admission) -> Vec<(String, String, i128)> {
-    let mut usage = Vec::new();
-    for psa in &admission.pod_set_assignments {
-        for (resource, flavor) in &psa.flavors {
-            let amount = psa
-                .resource_usage
-                .get(resource)
-                .and_then(|q| parse_milli(q).ok())
-                .unwrap_or(0);
-            usage.push((flavor.0.clone(), resource.clone(), amount));
-        }
-    }
-    usage
 }
 
 /// The core's view of one workload.
