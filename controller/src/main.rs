@@ -33,7 +33,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
             runtime.block_on(async {
                 let client = client(&args.common).await?;
-                baton::manager::run::run(client, config, args.namespace).await
+                baton::manager::shell::run::run(client, config, args.namespace).await
             })
         }
         Command::Worker(args) => {

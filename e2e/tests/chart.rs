@@ -652,7 +652,7 @@ fn configuration_values_reach_the_binary() {
         );
         assert_eq!(
             config.ungating_policy(),
-            baton::manager::ungate::UngatingPolicy::LeastDisruption {
+            baton_core::ungate::UngatingPolicy::LeastDisruption {
                 window: Duration::from_secs(3)
             }
         );
@@ -1580,7 +1580,7 @@ async fn connect_worker_script_creates_the_kubeconfig_secret_and_the_cluster() {
         .expect("UTF-8 kubeconfig");
 
     // The manager accepts it (no exec plugin) and it reaches the worker with the token.
-    let kubeconfig = baton::manager::kubeconfig::vet(&text, false)
+    let kubeconfig = baton::manager::plan::kubeconfig::vet(&text, false)
         .unwrap_or_else(|e| panic!("the manager refuses the kubeconfig: {e}\n{text}"));
     assert!(text.contains(&token), "{text}");
     assert!(text.contains(&worker.url()), "{text}");

@@ -510,7 +510,8 @@ async fn worker_clients_are_rate_limited() {
         .await
         .expect("config");
     let limits = baton::config::ClientConfig { qps: 2.0, burst: 2 };
-    let client = baton::manager::workers::rate_limited_client(config, &limits).expect("client");
+    let client =
+        baton::manager::shell::workers::rate_limited_client(config, &limits).expect("client");
     let started = std::time::Instant::now();
     for _ in 0..6 {
         client.apiserver_version().await.expect("version");

@@ -1,22 +1,11 @@
-//! The MultiKueue manager: pure decisions (this module's children) and the thin controllers
-//! that read watch caches, call them and write the results.
+//! The MultiKueue manager, in two layers:
+//! - [`plan`]: pure — the objects in the caches read as the core's views, the core's
+//!   decisions written back as statuses and events, the connection state machines,
+//!   routing and the Job adapter's plan. Same input, same output; no I/O, no clock.
+//! - [`shell`]: the caches and watches, the controllers that read them, call the plans and
+//!   carry them out (one executor per step), the worker connections, leader election.
+//!
+//! `shell` uses `plan`, never the other way round.
 
-pub mod admission_loop;
-pub mod connection;
-pub mod context;
-pub mod controller;
-pub mod events;
-pub mod execute;
-pub mod gate_clock;
-pub mod job_adapter;
-pub mod job_controller;
-pub mod kubeconfig;
-pub mod lifecycle;
-pub mod queue_writer;
-pub mod queues;
-pub mod remote_job;
-pub mod replica;
-pub mod routing;
-pub mod run;
-pub mod stores;
-pub mod workers;
+pub mod plan;
+pub mod shell;

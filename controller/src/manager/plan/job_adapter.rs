@@ -22,8 +22,8 @@ use baton_crds::conditions::is_condition_true;
 use baton_crds::constants::condition;
 use k8s_openapi::api::batch::v1::{Job, JobStatus};
 
-use super::remote_job::mirrored_status;
 use crate::jobs::{is_managed_by_multikueue, queue_name};
+use crate::manager::plan::remote_job::mirrored_status;
 
 /// What the adapter reads about one manager Job.
 pub struct JobObservation<'a> {

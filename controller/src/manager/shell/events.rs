@@ -4,8 +4,8 @@ use baton_crds::workload::Workload;
 use kube::Resource;
 use kube::runtime::events::{Event, EventType as KubeEventType};
 
-use super::context::Context;
-use super::lifecycle::EventType;
+use crate::manager::plan::lifecycle::EventType;
+use crate::manager::shell::context::Context;
 
 /// Publishes an event on the manager Workload. Events about a worker name its
 /// MultiKueueCluster as the related object, so each cluster gets its own event series (the

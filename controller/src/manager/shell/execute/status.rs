@@ -5,9 +5,9 @@ use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 
 use super::{Outcome, conflict_or};
-use crate::manager::context::{Context, ReconcileError};
-use crate::manager::events::publish;
-use crate::manager::lifecycle::Plan;
+use crate::manager::plan::lifecycle::Plan;
+use crate::manager::shell::context::{Context, ReconcileError};
+use crate::manager::shell::events::publish;
 use crate::metrics::Metrics;
 
 /// Writes the plan's status (if any); on success, the plan's metrics and events follow.

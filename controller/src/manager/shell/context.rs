@@ -12,13 +12,13 @@ use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 
-use super::gate_clock;
-use super::lifecycle::{ClusterState, ClusterView, LastKnown, LifecycleConfig};
-use super::replica::is_ours;
-use super::routing::{Route, RoutingSnapshot};
-use super::stores::ManagerStores;
-use super::workers::{WorkerPool, WorkerState};
 use crate::config::Configuration;
+use crate::manager::plan::gate_clock;
+use crate::manager::plan::lifecycle::{ClusterState, ClusterView, LastKnown, LifecycleConfig};
+use crate::manager::plan::replica::is_ours;
+use crate::manager::plan::routing::{Route, RoutingSnapshot};
+use crate::manager::shell::stores::ManagerStores;
+use crate::manager::shell::workers::{WorkerPool, WorkerState};
 use crate::metrics::{ErrorLabel, Metrics};
 
 /// A reconcile that could not finish; it is retried.

@@ -1,7 +1,7 @@
 //! Connections to worker clusters, one task per MultiKueueCluster: vet the kubeconfig,
 //! connect, watch our replicas (scoped by the origin label) into a cache, report the
-//! `Active` condition, and reconnect on the schedule of [`super::connection::reconnect`]; a watch
-//! error disconnects only as [`super::connection::watch_health`] decides. A worker that is down
+//! `Active` condition, and reconnect on the schedule of [`crate::manager::plan::connection::reconnect`]; a watch
+//! error disconnects only as [`crate::manager::plan::connection::watch_health`] decides. A worker that is down
 //! only delays its own task.
 
 use std::collections::HashMap;
@@ -25,10 +25,10 @@ use kube::{Client, Config};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
-use super::connection::reconnect::{Reconnect, Retry};
-use super::connection::watch_health::{Probe, Verdict, WatchHealth, with_causes};
-use super::kubeconfig::KubeconfigProblem;
 use crate::config::ClientConfig;
+use crate::manager::plan::connection::reconnect::{Reconnect, Retry};
+use crate::manager::plan::connection::watch_health::{Probe, Verdict, WatchHealth, with_causes};
+use crate::manager::plan::kubeconfig::KubeconfigProblem;
 use crate::metrics::Metrics;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);

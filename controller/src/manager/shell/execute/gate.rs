@@ -12,10 +12,10 @@ use kube::runtime::events::{Event, EventType as KubeEventType};
 use kube::{Resource, ResourceExt};
 
 use super::{Outcome, conflict_or};
-use crate::manager::context::{Context, ReconcileError};
-use crate::manager::events::publish;
-use crate::manager::lifecycle::{EventType, GateOpening};
-use crate::manager::workers::WorkerState;
+use crate::manager::plan::lifecycle::{EventType, GateOpening};
+use crate::manager::shell::context::{Context, ReconcileError};
+use crate::manager::shell::events::publish;
+use crate::manager::shell::workers::WorkerState;
 use crate::metrics::Metrics;
 use baton_core::ungate::opening_message;
 

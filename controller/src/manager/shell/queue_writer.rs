@@ -14,8 +14,8 @@ use kube::api::Api;
 use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::queues::{QueueObjects, check_activity, check_statuses};
-use super::stores::ManagerStores;
+use crate::manager::plan::queues::{QueueObjects, check_activity, check_statuses};
+use crate::manager::shell::stores::ManagerStores;
 use crate::queue_status::patch_status;
 
 /// How long changes gather before one recomputation.

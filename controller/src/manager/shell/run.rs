@@ -19,17 +19,17 @@ use kube::{Client, ResourceExt};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
-use super::admission_loop;
-use super::context::{Context, error_policy};
-use super::controller::reconcile;
-use super::execute::deletions::delete_job_copy;
-use super::job_controller;
-use super::kubeconfig::{KubeconfigProblem, vet};
-use super::queue_writer::keep_queue_status;
-use super::stores::ManagerStores;
-use super::workers::{Triggers, WorkerPool};
 use crate::config::Configuration;
 use crate::leader;
+use crate::manager::plan::kubeconfig::{KubeconfigProblem, vet};
+use crate::manager::shell::admission_loop;
+use crate::manager::shell::context::{Context, error_policy};
+use crate::manager::shell::controller::reconcile;
+use crate::manager::shell::execute::deletions::delete_job_copy;
+use crate::manager::shell::job_controller;
+use crate::manager::shell::queue_writer::keep_queue_status;
+use crate::manager::shell::stores::ManagerStores;
+use crate::manager::shell::workers::{Triggers, WorkerPool};
 use crate::shutdown::Shutdown;
 use crate::watch::{cache, spec_cache, synced};
 

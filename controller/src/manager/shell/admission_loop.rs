@@ -16,10 +16,10 @@ use kube::api::Api;
 use kube::runtime::events::Recorder;
 use tokio::sync::mpsc;
 
-use super::queues::{QueueObjects, check_activity, queue_activity};
-use super::stores::ManagerStores;
 use crate::admission::scheduler::{Caches, LoopState, Role, Scope, Shell, Wakeups, cycle};
 use crate::admission::status::Holding;
+use crate::manager::plan::queues::{QueueObjects, check_activity, queue_activity};
+use crate::manager::shell::stores::ManagerStores;
 use crate::metrics::Metrics;
 use crate::watch::cache;
 

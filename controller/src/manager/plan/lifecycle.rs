@@ -18,9 +18,9 @@ use baton_crds::workload::{AdmissionCheckState, CheckState, Workload, WorkloadSt
 use chrono::{DateTime, Utc};
 use kube::ResourceExt;
 
-use super::replica::{REDISPATCH_ANNOTATION, in_sync, redispatch_stamp};
-use super::routing::Route;
 use crate::admission::checks;
+use crate::manager::plan::replica::{REDISPATCH_ANNOTATION, in_sync, redispatch_stamp};
+use crate::manager::plan::routing::Route;
 
 pub use baton_core::lifecycle::{
     FinalizerAction, GateOpening, LifecycleConfig, Removal, RemovalCause,

@@ -6,11 +6,11 @@ use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 
 use super::{Outcome, is_conflict};
-use crate::manager::context::Context;
-use crate::manager::events::publish;
-use crate::manager::lifecycle::EventType;
-use crate::manager::replica::{build_replica, is_ours};
-use crate::manager::workers::WorkerState;
+use crate::manager::plan::lifecycle::EventType;
+use crate::manager::plan::replica::{build_replica, is_ours};
+use crate::manager::shell::context::Context;
+use crate::manager::shell::events::publish;
+use crate::manager::shell::workers::WorkerState;
 use crate::metrics::{ErrorLabel, Metrics};
 
 /// Why a replica was not created.

@@ -12,11 +12,11 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Preconditions};
 
 use super::{Outcome, is_conflict, is_not_found};
-use crate::manager::context::{Context, ReconcileError};
-use crate::manager::events::publish;
-use crate::manager::lifecycle::{EventType, Removal, RemovalCause};
-use crate::manager::remote_job::is_copy_of;
-use crate::manager::workers::{Connected, WorkerState};
+use crate::manager::plan::lifecycle::{EventType, Removal, RemovalCause};
+use crate::manager::plan::remote_job::is_copy_of;
+use crate::manager::shell::context::{Context, ReconcileError};
+use crate::manager::shell::events::publish;
+use crate::manager::shell::workers::{Connected, WorkerState};
 use crate::metrics::Metrics;
 
 pub async fn run(

@@ -5,8 +5,8 @@ use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 
 use super::{Outcome, conflict_or, is_not_found};
-use crate::manager::context::{Context, ReconcileError};
-use crate::manager::lifecycle::{FINALIZER, FinalizerAction};
+use crate::manager::plan::lifecycle::{FINALIZER, FinalizerAction};
+use crate::manager::shell::context::{Context, ReconcileError};
 
 /// Adds or removes our finalizer. A Workload already gone needs no removal.
 pub async fn set(

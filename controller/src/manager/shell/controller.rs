@@ -1,5 +1,5 @@
 //! The manager's Workload reconciler: read the caches, call [`lifecycle::plan`], carry the
-//! plan out with [`super::execute`]. No decision is taken here.
+//! plan out with [`crate::manager::shell::execute`]. No decision is taken here.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,11 +11,11 @@ use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 
-use super::context::{Context, ReconcileError};
-use super::events::publish;
-use super::execute::execute;
-use super::lifecycle::{self, EventType, FINALIZER, Observation};
-use super::routing::Route;
+use crate::manager::plan::lifecycle::{self, EventType, FINALIZER, Observation};
+use crate::manager::plan::routing::Route;
+use crate::manager::shell::context::{Context, ReconcileError};
+use crate::manager::shell::events::publish;
+use crate::manager::shell::execute::execute;
 use baton_core::ungate;
 
 /// Reconciles one manager Workload.

@@ -11,8 +11,8 @@ use k8s_openapi::api::batch::v1::{Job, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 
-use super::replica::copied_annotations;
 use crate::jobs::template::GENERATED_TEMPLATE_LABELS;
+use crate::manager::plan::replica::copied_annotations;
 
 /// The Job to create on the winning worker for `manager_job`, bound to replica `workload`.
 pub fn build_remote_job(manager_job: &Job, workload: &str, origin: &str) -> Job {

@@ -16,7 +16,7 @@ use baton_crds::workload::Workload;
 use kube::runtime::controller::Action;
 
 use super::context::{Context, ReconcileError};
-use super::lifecycle::{FinalizerAction, Plan};
+use crate::manager::plan::lifecycle::{FinalizerAction, Plan};
 
 /// A conflict means our cache was stale: look again soon, with fresh data.
 const AFTER_CONFLICT: Duration = Duration::from_millis(50);

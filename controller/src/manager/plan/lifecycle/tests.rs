@@ -1,5 +1,5 @@
 use super::*;
-use crate::manager::replica::build_replica;
+use crate::manager::plan::replica::build_replica;
 use baton_core::dispatch::Dispatcher;
 use baton_crds::constants::{MULTIKUEUE_GATE, reason};
 use baton_crds::gates::set_gate_state;

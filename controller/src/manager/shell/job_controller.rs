@@ -17,12 +17,12 @@ use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
-use super::context::{Context, ReconcileError};
-use super::execute::deletions::delete_job_copy;
-use super::job_adapter::{self, JobObservation, JobPlan};
-use super::remote_job::{build_remote_job, is_copy_of};
-use super::workers::WorkerState;
 use crate::jobs::{workload_for_job, workload_name};
+use crate::manager::plan::job_adapter::{self, JobObservation, JobPlan};
+use crate::manager::plan::remote_job::{build_remote_job, is_copy_of};
+use crate::manager::shell::context::{Context, ReconcileError};
+use crate::manager::shell::execute::deletions::delete_job_copy;
+use crate::manager::shell::workers::WorkerState;
 use crate::metrics::ErrorLabel;
 
 /// How soon a Job is looked at again after a conflict (our cache was stale).

@@ -1,0 +1,11 @@
+//! The manager's pure layer (see the parent module).
+
+pub mod connection;
+pub mod gate_clock;
+pub mod job_adapter;
+pub mod kubeconfig;
+pub mod lifecycle;
+pub mod queues;
+pub mod remote_job;
+pub mod replica;
+pub mod routing;

@@ -1,0 +1,12 @@
+//! The manager's I/O layer (see the parent module).
+
+pub mod admission_loop;
+pub mod context;
+pub mod controller;
+pub mod events;
+pub mod execute;
+pub mod job_controller;
+pub mod queue_writer;
+pub mod run;
+pub mod stores;
+pub mod workers;
