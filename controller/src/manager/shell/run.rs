@@ -33,6 +33,56 @@ use crate::manager::shell::workers::{Triggers, WorkerPool};
 use crate::shutdown::Shutdown;
 use crate::watch::{cache, spec_cache, synced};
 
+/// What wakes the controllers and the loops: the senders, shared by every task.
+#[derive(Clone)]
+struct Wake {
+    /// One manager Workload to reconcile.
+    refs: mpsc::UnboundedSender<ObjectRef<Workload>>,
+    /// Every manager Workload.
+    all: mpsc::UnboundedSender<()>,
+    /// One manager Job.
+    jobs: mpsc::UnboundedSender<ObjectRef<Job>>,
+    /// The admission loop (manager-side quota): Workload, queue and check changes.
+    admission: mpsc::UnboundedSender<()>,
+    /// The queues' status: recomputed on a tick (even with no workloads).
+    queues_changed: Arc<tokio::sync::Notify>,
+}
+
+/// The receiving ends: the controllers' and the admission loop's.
+struct Woken {
+    controllers: ControllerWakeups,
+    admission: mpsc::UnboundedReceiver<()>,
+}
+
+struct ControllerWakeups {
+    refs: mpsc::UnboundedReceiver<ObjectRef<Workload>>,
+    all: mpsc::UnboundedReceiver<()>,
+    jobs: mpsc::UnboundedReceiver<ObjectRef<Job>>,
+}
+
+fn wake_channels() -> (Wake, Woken) {
+    let (refs, refs_rx) = mpsc::unbounded_channel();
+    let (all, all_rx) = mpsc::unbounded_channel();
+    let (jobs, jobs_rx) = mpsc::unbounded_channel();
+    let (admission, admission_rx) = mpsc::unbounded_channel();
+    let wake = Wake {
+        refs,
+        all,
+        jobs,
+        admission,
+        queues_changed: Arc::new(tokio::sync::Notify::new()),
+    };
+    let woken = Woken {
+        controllers: ControllerWakeups {
+            refs: refs_rx,
+            all: all_rx,
+            jobs: jobs_rx,
+        },
+        admission: admission_rx,
+    };
+    (wake, woken)
+}
+
 /// Runs the manager until the process is stopped.
 pub async fn run(client: Client, config: Configuration, namespace: String) -> anyhow::Result<()> {
     let shutdown = Shutdown::install()?;
@@ -46,174 +96,52 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
         started = leader::start(client.clone(), &config, "baton-manager", &namespace) => started?,
         _ = shutdown.clone().requested() => return Ok(()),
     };
-
-    let (refs_tx, refs_rx) = mpsc::unbounded_channel::<ObjectRef<Workload>>();
-    let (all_tx, all_rx) = mpsc::unbounded_channel::<()>();
-    let (jobs_tx, jobs_rx) = mpsc::unbounded_channel::<ObjectRef<Job>>();
-    let triggers = Triggers {
-        refs: refs_tx,
-        jobs: jobs_tx.clone(),
-        all: all_tx.clone(),
-    };
+    let (wake, woken) = wake_channels();
     let pool = WorkerPool::new(
         client.clone(),
         config.origin.clone(),
-        triggers,
+        Triggers {
+            refs: wake.refs.clone(),
+            jobs: wake.jobs.clone(),
+            all: wake.all.clone(),
+        },
         metrics.clone(),
         config.worker_client.clone(),
     );
-
-    // Caches of the objects that route workloads; any change re-examines every workload.
-    // Only spec changes tick: the manager writes these objects' status itself. A tick
-    // re-examines every workload and recomputes the queues' status (even with no workloads).
-    let queues_changed = Arc::new(tokio::sync::Notify::new());
-    // The admission loop (manager-side quota) wakes on Workload changes (from the
-    // reconciler), queue changes and check activity changes.
-    let (admission_tx, admission_rx) = mpsc::unbounded_channel::<()>();
-    let (routing_tx, mut routing_rx) = mpsc::unbounded_channel::<()>();
-    {
-        let (all_tx, queues_changed) = (all_tx.clone(), queues_changed.clone());
-        let admission_tx = admission_tx.clone();
-        tokio::spawn(async move {
-            while routing_rx.recv().await.is_some() {
-                let _ = all_tx.send(());
-                let _ = admission_tx.send(());
-                queues_changed.notify_one();
-            }
-        });
-    }
-    let local_queues = spec_cache::<LocalQueue>(Api::all(client.clone()), routing_tx.clone());
-    let cluster_queues = spec_cache::<ClusterQueue>(Api::all(client.clone()), routing_tx.clone());
-    let admission_checks =
-        spec_cache::<AdmissionCheck>(Api::all(client.clone()), routing_tx.clone());
-    let configs = spec_cache::<MultiKueueConfig>(Api::all(client.clone()), routing_tx);
-    let (sync_tx, mut sync_rx) = mpsc::unbounded_channel::<()>();
-    let clusters = cache::<MultiKueueCluster>(Api::all(client.clone()), sync_tx.clone());
-    let secrets = cache::<Secret>(Api::namespaced(client.clone(), &namespace), sync_tx.clone());
-
-    // Worker connections follow the MultiKueueCluster objects and their Secrets.
-    {
-        let (pool, clusters, secrets, config, namespace) = (
-            pool.clone(),
-            clusters.clone(),
-            secrets.clone(),
-            config.clone(),
-            namespace.clone(),
-        );
-        let (all_tx, queues_changed) = (all_tx.clone(), queues_changed.clone());
-        tokio::spawn(async move {
-            // Until both caches hold their first full list, a missing Secret may only be
-            // not yet seen: reporting it as missing would be a false alarm.
-            futures::join!(synced(&clusters), synced(&secrets));
-            loop {
-                while sync_rx.try_recv().is_ok() {}
-                sync_clusters(&pool, &clusters, &secrets, &config, &namespace).await;
-                let _ = all_tx.send(());
-                // The AdmissionChecks' Active condition follows the clusters'.
-                queues_changed.notify_one();
-                if sync_rx.recv().await.is_none() {
-                    break;
-                }
-            }
-        });
-    }
-
-    let workload_api: Api<Workload> = Api::all(client.clone());
-    let controller = Controller::new(workload_api, watcher::Config::default());
-    let workloads = controller.store();
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: "baton-manager".into(),
-            instance: std::env::var("POD_NAME").ok(),
-        },
+    let (clusters, secrets) = follow_clusters(&client, &config, &namespace, &pool, &wake);
+    let controller = Controller::new(
+        Api::<Workload>::all(client.clone()),
+        watcher::Config::default(),
     );
-    let stores = ManagerStores {
-        workloads,
-        local_queues,
-        cluster_queues,
-        admission_checks,
-        configs,
-        clusters,
-    };
-    let context = Arc::new(Context {
-        client: client.clone(),
-        config: config.clone(),
-        stores: stores.clone(),
-        pool: pool.clone(),
-        metrics: metrics.clone(),
-        recorder,
-        gated: Mutex::new(HashSet::new()),
-        opened: Mutex::new(HashMap::new()),
-        future_gates: Mutex::new(HashMap::new()),
-        created: Mutex::new(HashMap::new()),
-        queues_changed: queues_changed.clone(),
-        job_wakeups: jobs_tx,
-        admission_wake: admission_tx.clone(),
-    });
+    let stores = routing_caches(&client, controller.store(), clusters, &wake);
+    let context = new_context(&client, &config, &stores, &pool, &metrics, &wake);
     tokio::spawn(keep_queue_status(
         client.clone(),
         stores.clone(),
-        queues_changed,
-        admission_tx.clone(),
+        wake.queues_changed.clone(),
+        wake.admission.clone(),
     ));
     tokio::spawn(admission_loop::run(
         client.clone(),
         stores.clone(),
         context.recorder.clone(),
         metrics.clone(),
-        admission_tx,
-        admission_rx,
+        wake.admission.clone(),
+        woken.admission,
     ));
-
     {
-        let (stores, secrets, ready) = (stores.clone(), secrets.clone(), ready.clone());
-        let all_tx = all_tx.clone();
+        let (stores, all) = (stores.clone(), wake.all.clone());
         tokio::spawn(async move {
             futures::join!(stores.synced(), synced(&secrets));
             ready.set_ready();
             tracing::info!("caches synced; ready");
-            let _ = all_tx.send(());
+            let _ = all.send(());
         });
     }
-
     if !config.gc_interval.is_zero() {
-        tokio::spawn(garbage_collector(
-            pool.clone(),
-            stores.workloads.clone(),
-            config.clone(),
-        ));
+        tokio::spawn(garbage_collector(pool, stores.workloads.clone(), config));
     }
-
-    let refs = UnboundedReceiverStream::new(refs_rx);
-    let all = UnboundedReceiverStream::new(all_rx);
-    // On SIGTERM the controllers stop taking work and finish the reconciles in flight
-    // (no half-applied decisions); then the lease is handed over.
-    let workloads_running = controller
-        .reconcile_on(refs)
-        .reconcile_all_on(all)
-        .graceful_shutdown_on(shutdown.clone().requested())
-        .run(reconcile, error_policy, context.clone())
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "controller event");
-            }
-        });
-    // Manager Jobs: only queued ones are cached; their Workloads (through the Workload
-    // reconciler, see `Context::job_wakeups`) and their copies on the workers wake them.
-    let jobs_running = Controller::new(
-        Api::<Job>::all(client.clone()),
-        watcher::Config::default().labels(QUEUE_NAME_LABEL),
-    )
-    .reconcile_on(UnboundedReceiverStream::new(jobs_rx))
-    .graceful_shutdown_on(shutdown.requested())
-    .run(job_controller::reconcile, error_policy, context)
-    .for_each(|result| async move {
-        if let Err(e) = result {
-            tracing::debug!(error = %e, "Job controller event");
-        }
-    });
-    let running = futures::future::join(workloads_running, jobs_running);
+    let running = run_controllers(client, controller, context, woken.controllers, shutdown);
     tokio::select! {
         _ = running => {}
         _ = leader::lost(&mut leadership) => {
@@ -226,7 +154,143 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
     Ok(())
 }
 
-/// Brings the worker connections in line with the MultiKueueCluster objects.
+/// What the reconcilers share.
+fn new_context(
+    client: &Client,
+    config: &Configuration,
+    stores: &ManagerStores,
+    pool: &WorkerPool,
+    metrics: &Arc<crate::metrics::Metrics>,
+    wake: &Wake,
+) -> Arc<Context> {
+    Arc::new(Context {
+        client: client.clone(),
+        config: config.clone(),
+        stores: stores.clone(),
+        pool: pool.clone(),
+        metrics: metrics.clone(),
+        recorder: Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: "baton-manager".into(),
+                instance: std::env::var("POD_NAME").ok(),
+            },
+        ),
+        gated: Mutex::new(HashSet::new()),
+        opened: Mutex::new(HashMap::new()),
+        future_gates: Mutex::new(HashMap::new()),
+        created: Mutex::new(HashMap::new()),
+        queues_changed: wake.queues_changed.clone(),
+        job_wakeups: wake.jobs.clone(),
+        admission_wake: wake.admission.clone(),
+    })
+}
+
+/// Caches of the objects that route workloads. Only spec changes tick (the manager writes
+/// these objects' status itself); a tick re-examines every workload, wakes the admission
+/// loop and recomputes the queues' status.
+fn routing_caches(
+    client: &Client,
+    workloads: Store<Workload>,
+    clusters: Store<MultiKueueCluster>,
+    wake: &Wake,
+) -> ManagerStores {
+    let (routing_tx, mut routing_rx) = mpsc::unbounded_channel::<()>();
+    let wake_all = wake.clone();
+    tokio::spawn(async move {
+        while routing_rx.recv().await.is_some() {
+            let _ = wake_all.all.send(());
+            let _ = wake_all.admission.send(());
+            wake_all.queues_changed.notify_one();
+        }
+    });
+    ManagerStores {
+        workloads,
+        local_queues: spec_cache::<LocalQueue>(Api::all(client.clone()), routing_tx.clone()),
+        cluster_queues: spec_cache::<ClusterQueue>(Api::all(client.clone()), routing_tx.clone()),
+        admission_checks: spec_cache::<AdmissionCheck>(
+            Api::all(client.clone()),
+            routing_tx.clone(),
+        ),
+        configs: spec_cache::<MultiKueueConfig>(Api::all(client.clone()), routing_tx),
+        clusters,
+    }
+}
+
+/// Worker connections follow the MultiKueueCluster objects and their Secrets; returns
+/// those two caches.
+fn follow_clusters(
+    client: &Client,
+    config: &Configuration,
+    namespace: &str,
+    pool: &WorkerPool,
+    wake: &Wake,
+) -> (Store<MultiKueueCluster>, Store<Secret>) {
+    let (sync_tx, mut sync_rx) = mpsc::unbounded_channel::<()>();
+    let clusters = cache::<MultiKueueCluster>(Api::all(client.clone()), sync_tx.clone());
+    let secrets = cache::<Secret>(Api::namespaced(client.clone(), namespace), sync_tx);
+    let (pool, config, namespace, wake) = (
+        pool.clone(),
+        config.clone(),
+        namespace.to_string(),
+        wake.clone(),
+    );
+    let (clusters_seen, secrets_seen) = (clusters.clone(), secrets.clone());
+    tokio::spawn(async move {
+        // Until both caches hold their first full list, a missing Secret may only be not
+        // yet seen: reporting it as missing would be a false alarm.
+        futures::join!(synced(&clusters_seen), synced(&secrets_seen));
+        loop {
+            while sync_rx.try_recv().is_ok() {}
+            sync_clusters(&pool, &clusters_seen, &secrets_seen, &config, &namespace).await;
+            let _ = wake.all.send(());
+            // The AdmissionChecks' Active condition follows the clusters'.
+            wake.queues_changed.notify_one();
+            if sync_rx.recv().await.is_none() {
+                break;
+            }
+        }
+    });
+    (clusters, secrets)
+}
+
+/// The Workload and Job controllers, until shutdown. On SIGTERM they stop taking work and
+/// finish the reconciles in flight (no half-applied decisions); then the lease is handed
+/// over.
+async fn run_controllers(
+    client: Client,
+    controller: Controller<Workload>,
+    context: Arc<Context>,
+    woken: ControllerWakeups,
+    shutdown: Shutdown,
+) {
+    let workloads_running = controller
+        .reconcile_on(UnboundedReceiverStream::new(woken.refs))
+        .reconcile_all_on(UnboundedReceiverStream::new(woken.all))
+        .graceful_shutdown_on(shutdown.clone().requested())
+        .run(reconcile, error_policy, context.clone())
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "controller event");
+            }
+        });
+    // Manager Jobs: only queued ones are cached; their Workloads (through the Workload
+    // reconciler, see `Context::job_wakeups`) and their copies on the workers wake them.
+    let jobs_running = Controller::new(
+        Api::<Job>::all(client),
+        watcher::Config::default().labels(QUEUE_NAME_LABEL),
+    )
+    .reconcile_on(UnboundedReceiverStream::new(woken.jobs))
+    .graceful_shutdown_on(shutdown.requested())
+    .run(job_controller::reconcile, error_policy, context)
+    .for_each(|result| async move {
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "Job controller event");
+        }
+    });
+    futures::future::join(workloads_running, jobs_running).await;
+}
+
 async fn sync_clusters(
     pool: &WorkerPool,
     clusters: &Store<MultiKueueCluster>,
