@@ -397,7 +397,7 @@ impl Sim<'_> {
     /// again; a replica is deleted (the manager dispatches the workload again).
     fn victim_gone(&mut self, worker: usize, key: &str) {
         let w = &mut self.workers[worker];
-        let Some(mut e) = w.entries.remove(key) else {
+        let Some(mut e) = w.remove(key) else {
             return self.touch(worker);
         };
         if let Some(i) = e.eviction.take() {
@@ -423,7 +423,7 @@ impl Sim<'_> {
             .get(&k)
             .is_some_and(|e| matches!(e.state, State::Admitted { evicting: true, .. }));
         // An evicting replica holds its quota until its pods are gone (`victim_gone`).
-        if !evicting && w.entries.remove(&k).is_some() {
+        if !evicting && w.remove(&k).is_some() {
             self.touch(worker);
         }
     }
@@ -471,7 +471,7 @@ impl Sim<'_> {
         }
         self.useful += e.cpu_milli as f64 * (now - since) as f64;
         let wl = e.wl;
-        w.entries.remove(key);
+        w.remove(key);
         self.stats[wl].finished = Some(now);
         self.managed[wl].done = true;
         self.touch(worker);

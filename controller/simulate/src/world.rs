@@ -232,6 +232,12 @@ impl Worker {
         applied
     }
 
+    /// Removes a workload from this worker; its admission loop forgets it too.
+    pub fn remove(&mut self, key: &str) -> Option<Entry> {
+        self.memory.forget(key);
+        self.entries.remove(key)
+    }
+
     /// Brings the kept admitted models in step with the entries, in key order, reusing the
     /// models of workloads still admitted: cloning every admitted workload for every cycle
     /// was most of the cost of a snapshot.

@@ -96,10 +96,11 @@ struct SetAside {
     fingerprint: u64,
 }
 
-/// Workloads set aside, keyed by `namespace/name`.
+/// Workloads set aside, keyed by `namespace/name`. Looked up for every pending workload in
+/// every cycle, hence the fast hasher.
 #[derive(Clone, Debug, Default)]
 pub struct QueueState {
-    set_aside: HashMap<String, SetAside>,
+    set_aside: HashMap<String, SetAside, foldhash::fast::FixedState>,
 }
 
 impl QueueState {
@@ -109,6 +110,11 @@ impl QueueState {
         self.set_aside
             .get(key)
             .is_none_or(|s| s.fingerprint != fingerprint)
+    }
+
+    /// The fingerprint a set-aside workload was set aside with.
+    pub fn fingerprint_of(&self, key: &str) -> Option<u64> {
+        self.set_aside.get(key).map(|s| s.fingerprint)
     }
 
     /// Sets a workload aside after a cycle could not admit it.

@@ -35,7 +35,7 @@ pub struct LoopMemory {
     /// What the last cycle left; `None` after a resync.
     capacity: Option<Capacity>,
     /// Preemptor key → the victims it chose.
-    in_flight: HashMap<String, Vec<String>>,
+    in_flight: HashMap<String, Vec<String>, foldhash::fast::FixedState>,
     /// (preemptor, victim) → why the victim was chosen.
     reasons: HashMap<(String, String), PreemptReason>,
 }
@@ -67,6 +67,17 @@ impl LoopMemory {
         self.set_aside.counts()
     }
 
+    /// Forgets a workload that is gone (a caller that knows saves the next step a pass to
+    /// find out); returns the victims it still had in flight.
+    pub fn forget(&mut self, key: &str) -> Vec<String> {
+        self.set_aside.activate(key);
+        let victims = self.in_flight.remove(key).unwrap_or_default();
+        if !victims.is_empty() {
+            self.reasons.retain(|(preemptor, _), _| preemptor != key);
+        }
+        victims
+    }
+
     /// The victims `preemptor` chose that the loop still remembers.
     pub fn victims_of(&self, preemptor: &str) -> &[String] {
         self.in_flight.get(preemptor).map_or(&[], Vec::as_slice)
@@ -90,16 +101,41 @@ impl LoopMemory {
             }
             None => self.set_aside.retain(|_| false),
         }
-        let pending_keys: HashSet<&str> = pending.iter().map(|p| p.workload.key.as_str()).collect();
-        self.set_aside.retain(|k| pending_keys.contains(k));
-        let dropped = self.forget_gone(&pending_keys);
-        drop(pending_keys);
+        // One pass over the pending workloads: which take part, and whether every set-aside
+        // and in-flight entry still belongs to a pending workload (a cycle must stay linear
+        // in the pending workloads: the simulator runs hundreds of thousands of them).
+        let (mut aside_pending, mut flight_pending) = (0, 0);
+        let mut takes_part = Vec::with_capacity(pending.len());
+        for p in &pending {
+            let key = p.workload.key.as_str();
+            let active = match self.set_aside.fingerprint_of(key) {
+                Some(fp) => {
+                    aside_pending += 1;
+                    fp != fingerprint(p)
+                }
+                None => true,
+            };
+            if !self.in_flight.is_empty() && self.in_flight.contains_key(key) {
+                flight_pending += 1;
+            }
+            takes_part.push(active);
+        }
+        let dropped =
+            if aside_pending < self.set_aside.len() || flight_pending < self.in_flight.len() {
+                let pending_keys: HashSet<&str> =
+                    pending.iter().map(|p| p.workload.key.as_str()).collect();
+                self.set_aside.retain(|k| pending_keys.contains(k));
+                self.forget_gone(&pending_keys)
+            } else {
+                Vec::new()
+            };
 
         let pending = self.fill_victims_in_flight(snapshot, pending);
         let active: Vec<&'a PendingModel> = pending
             .into_iter()
-            .map(|p| -> &'a PendingModel { p })
-            .filter(|p| self.set_aside.is_active(&p.workload.key, fingerprint(p)))
+            .zip(takes_part)
+            .filter(|(_, active)| *active)
+            .map(|(p, _)| -> &'a PendingModel { p })
             .collect();
         let drafts = schedule_drafts(snapshot, &active, now);
         self.capacity = Some(Capacity::of(snapshot));
@@ -141,7 +177,8 @@ impl LoopMemory {
         mut pending: Vec<&'a mut PendingModel>,
     ) -> Vec<&'a mut PendingModel> {
         let needs_look = |p: &PendingModel| {
-            !p.victims_in_flight.is_empty() || self.in_flight.contains_key(&p.workload.key)
+            !p.victims_in_flight.is_empty()
+                || (!self.in_flight.is_empty() && self.in_flight.contains_key(&p.workload.key))
         };
         if !pending.iter().any(|p| needs_look(p)) {
             return pending;
@@ -172,11 +209,14 @@ impl LoopMemory {
         let key = draft.key();
         match &draft.outcome {
             DraftOutcome::Admit => {
-                self.in_flight.remove(key);
-                self.reasons.retain(|(preemptor, _), _| preemptor != key);
+                if self.in_flight.remove(key).is_some() {
+                    self.reasons.retain(|(preemptor, _), _| preemptor != key);
+                }
             }
             DraftOutcome::Preempt { victims, .. } => {
-                self.reasons.retain(|(preemptor, _), _| preemptor != key);
+                if self.in_flight.contains_key(key) {
+                    self.reasons.retain(|(preemptor, _), _| preemptor != key);
+                }
                 let mut keys = Vec::with_capacity(victims.len());
                 for &(i, reason) in victims {
                     let Some(victim) = snapshot.admitted.get(i) else {

@@ -149,3 +149,23 @@ fn the_callers_victims_in_flight_count_only_while_they_hold_quota() {
     );
     assert_eq!(world.pending[0].victims_in_flight, ["ns/low".to_string()]);
 }
+
+#[test]
+fn a_forgotten_workload_leaves_no_memory_behind() {
+    let mut world = full_queue();
+    world.submit(0, workload("ns/high", 10, 2, 4));
+    let mut memory = LoopMemory::default();
+    step(&mut memory, &mut world);
+    assert_eq!(memory.forget("ns/high"), ["ns/low".to_string()]);
+    assert!(memory.victims_of("ns/high").is_empty());
+    assert!(memory.reasons().is_empty());
+    // Nothing is left to drop when the step finds it gone.
+    world.pending.clear();
+    let mut snapshot = world.snapshot();
+    assert!(
+        memory
+            .step(&mut snapshot, Vec::new(), gate, now())
+            .dropped
+            .is_empty()
+    );
+}
