@@ -9,13 +9,14 @@ use baton_crds::Workload;
 use baton_crds::conditions::{find_condition, is_condition_true};
 use baton_crds::constants::{condition, reason};
 use baton_crds::gates::gates;
-use baton_crds::workload::{GateState, WorkloadStatus};
+use baton_crds::workload::{GateState, PreemptionCost, WorkloadStatus};
 use chrono::{DateTime, Utc};
 use kube::runtime::events::EventType;
 
 use super::checks;
 use super::status::{self, Holding};
-use baton_core::admission::cycle::{Decision, Outcome};
+use baton_core::admission::assign::Assignment;
+use baton_core::admission::cycle::{Decision, Outcome, VictimChoice};
 use baton_core::admission::preempt::PreemptReason;
 
 /// What the writes of one decision depend on besides the decision itself.
@@ -48,137 +49,191 @@ pub fn writes_for(
     earlier_reasons: &HashMap<(String, String), PreemptReason>,
     now: DateTime<Utc>,
 ) -> Vec<Write> {
-    let mut writes = Vec::new();
-    let mut push = |target: &Arc<Workload>,
-                    status: Option<WorkloadStatus>,
-                    event: Option<(EventType, &'static str, String)>| {
-        if let Some(status) = status {
-            writes.push(Write {
-                workload: target.clone(),
-                status,
-                event,
-            });
-        }
-    };
     let wl = workload;
     match &decision.outcome {
-        Outcome::Admit => {
-            let Some(assignment) = &decision.assignment else {
-                return writes;
-            };
-            let waited = wl
-                .metadata
-                .creation_timestamp
-                .as_ref()
-                .map(|t| (now - baton_crds::time::to_chrono(t)).num_seconds())
-                .unwrap_or(0);
-            push(
-                wl,
-                status::admitted(wl, queue, assignment, &rules.checks, now),
-                Some((
-                    EventType::Normal,
-                    "QuotaReserved",
-                    format!(
-                        "Quota reserved in ClusterQueue {queue}, wait time since queued was {waited}s"
-                    ),
-                )),
-            );
-        }
+        Outcome::Admit => decision
+            .assignment
+            .as_ref()
+            .and_then(|assignment| admit_write(rules, wl, queue, assignment, now))
+            .into_iter()
+            .collect(),
         Outcome::Gated {
             victims,
             summary,
             cost,
-        } => {
-            let closed: Vec<String> = gates(wl)
-                .into_iter()
-                .filter(|g| g.state == GateState::Closed)
-                .map(|g| g.name)
-                .collect();
-            let message = format!(
-                "The workload needs to preempt {victims} workload{} to reserve quota in ClusterQueue {queue} ({summary}), but preemption gate {} is Closed",
-                if *victims == 1 { "" } else { "s" },
-                closed.join(", ")
-            );
-            // One event when it starts waiting, not one per cycle.
-            let was_blocked = wl.status.as_ref().is_some_and(|s| {
-                is_condition_true(&s.conditions, condition::QUOTA_RESERVATION_BLOCKED)
-            });
-            let event = (!was_blocked)
-                .then(|| (EventType::Normal, reason::PREEMPTION_GATED, message.clone()));
-            push(wl, status::gated(wl, &message, *cost, now), event);
-        }
+        } => gated_write(wl, queue, *victims, summary, *cost, now)
+            .into_iter()
+            .collect(),
         Outcome::Preempt { victims, summary } => {
-            for victim in victims {
-                let Some(v) = by_key.get(&victim.key) else {
-                    continue;
-                };
-                let message = format!(
-                    "Preempted to accommodate workload {} due to {}",
-                    decision.key,
-                    status::preemption_cause(victim.reason)
-                );
-                push(
-                    v,
-                    status::evicted(v, &decision.key, victim.reason, rules.holding, now),
-                    Some((EventType::Normal, "Preempted", message)),
-                );
-            }
-            let names: Vec<&str> = victims.iter().map(|v| v.key.as_str()).collect();
-            let message = format!(
-                "Preempting {} to reserve quota in ClusterQueue {queue} ({summary})",
-                names.join(", ")
-            );
-            push(
-                wl,
-                status::preempting(wl, &message, now),
-                Some((EventType::Normal, "Preempting", message.clone())),
-            );
+            preempt_writes(rules, decision, wl, queue, victims, summary, by_key, now)
         }
         Outcome::Waiting { victims } => {
-            // Evictions that did not land (a conflict) are tried again, with the same victims
-            // and reasons; their events went out with the first attempt. One that landed
-            // (a Job's workload stopping, still holding quota) is left as it is.
-            for key in victims {
-                let Some(v) = by_key.get(key) else { continue };
-                let landed = v
-                    .status
-                    .as_ref()
-                    .is_some_and(|s| is_condition_true(&s.conditions, condition::EVICTED));
-                if landed {
-                    continue;
-                }
-                let why = earlier_reasons
-                    .get(&(decision.key.clone(), key.clone()))
-                    .copied()
-                    .unwrap_or(PreemptReason::InClusterQueue);
-                push(
-                    v,
-                    status::evicted(v, &decision.key, why, rules.holding, now),
-                    None,
-                );
-            }
-            let message = format!(
-                "Waiting for {} preempted workload(s) to release their quota",
-                victims.len()
-            );
-            push(wl, status::preempting(wl, &message, now), None);
+            waiting_writes(rules, decision, wl, victims, by_key, earlier_reasons, now)
         }
-        Outcome::Pending { message } => {
-            let before = wl
+        Outcome::Pending { message } => pending_write(wl, message, now).into_iter().collect(),
+    }
+}
+
+/// A write of `status` (if it changes) to `target`, with its event.
+fn write(
+    target: &Arc<Workload>,
+    status: Option<WorkloadStatus>,
+    event: Option<(EventType, &'static str, String)>,
+) -> Option<Write> {
+    status.map(|status| Write {
+        workload: target.clone(),
+        status,
+        event,
+    })
+}
+
+fn admit_write(
+    rules: &Rules,
+    wl: &Arc<Workload>,
+    queue: &str,
+    assignment: &Assignment,
+    now: DateTime<Utc>,
+) -> Option<Write> {
+    let waited = wl
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| (now - baton_crds::time::to_chrono(t)).num_seconds())
+        .unwrap_or(0);
+    write(
+        wl,
+        status::admitted(wl, queue, assignment, &rules.checks, now),
+        Some((
+            EventType::Normal,
+            "QuotaReserved",
+            format!("Quota reserved in ClusterQueue {queue}, wait time since queued was {waited}s"),
+        )),
+    )
+}
+
+fn gated_write(
+    wl: &Arc<Workload>,
+    queue: &str,
+    victims: usize,
+    summary: &str,
+    cost: PreemptionCost,
+    now: DateTime<Utc>,
+) -> Option<Write> {
+    let closed: Vec<String> = gates(wl)
+        .into_iter()
+        .filter(|g| g.state == GateState::Closed)
+        .map(|g| g.name)
+        .collect();
+    let message = format!(
+        "The workload needs to preempt {victims} workload{} to reserve quota in ClusterQueue {queue} ({summary}), but preemption gate {} is Closed",
+        if victims == 1 { "" } else { "s" },
+        closed.join(", ")
+    );
+    // One event when it starts waiting, not one per cycle.
+    let was_blocked = wl
+        .status
+        .as_ref()
+        .is_some_and(|s| is_condition_true(&s.conditions, condition::QUOTA_RESERVATION_BLOCKED));
+    let event =
+        (!was_blocked).then(|| (EventType::Normal, reason::PREEMPTION_GATED, message.clone()));
+    write(wl, status::gated(wl, &message, cost, now), event)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn preempt_writes(
+    rules: &Rules,
+    decision: &Decision,
+    wl: &Arc<Workload>,
+    queue: &str,
+    victims: &[VictimChoice],
+    summary: &str,
+    by_key: &HashMap<String, Arc<Workload>>,
+    now: DateTime<Utc>,
+) -> Vec<Write> {
+    let mut writes: Vec<Write> = victims
+        .iter()
+        .filter_map(|victim| {
+            let v = by_key.get(&victim.key)?;
+            let message = format!(
+                "Preempted to accommodate workload {} due to {}",
+                decision.key,
+                status::preemption_cause(victim.reason)
+            );
+            write(
+                v,
+                status::evicted(v, &decision.key, victim.reason, rules.holding, now),
+                Some((EventType::Normal, "Preempted", message)),
+            )
+        })
+        .collect();
+    let names: Vec<&str> = victims.iter().map(|v| v.key.as_str()).collect();
+    let message = format!(
+        "Preempting {} to reserve quota in ClusterQueue {queue} ({summary})",
+        names.join(", ")
+    );
+    writes.extend(write(
+        wl,
+        status::preempting(wl, &message, now),
+        Some((EventType::Normal, "Preempting", message.clone())),
+    ));
+    writes
+}
+
+/// Evictions that did not land (a conflict) are tried again, with the same victims and
+/// reasons; their events went out with the first attempt. One that landed (a Job's workload
+/// stopping, still holding quota) is left as it is.
+fn waiting_writes(
+    rules: &Rules,
+    decision: &Decision,
+    wl: &Arc<Workload>,
+    victims: &[String],
+    by_key: &HashMap<String, Arc<Workload>>,
+    earlier_reasons: &HashMap<(String, String), PreemptReason>,
+    now: DateTime<Utc>,
+) -> Vec<Write> {
+    let mut writes: Vec<Write> = victims
+        .iter()
+        .filter_map(|key| {
+            let v = by_key.get(key)?;
+            let landed = v
                 .status
                 .as_ref()
-                .and_then(|s| find_condition(&s.conditions, condition::QUOTA_RESERVED))
-                .map(|c| c.message.clone());
-            let event = (before.as_deref() != Some(message.as_str()))
-                .then(|| (EventType::Normal, "Pending", message.clone()));
-            push(
-                wl,
-                status::pending(wl, reason::PENDING, message, now),
-                event,
-            );
-        }
-    }
+                .is_some_and(|s| is_condition_true(&s.conditions, condition::EVICTED));
+            if landed {
+                return None;
+            }
+            let why = earlier_reasons
+                .get(&(decision.key.clone(), key.clone()))
+                .copied()
+                .unwrap_or(PreemptReason::InClusterQueue);
+            write(
+                v,
+                status::evicted(v, &decision.key, why, rules.holding, now),
+                None,
+            )
+        })
+        .collect();
+    let message = format!(
+        "Waiting for {} preempted workload(s) to release their quota",
+        victims.len()
+    );
+    writes.extend(write(wl, status::preempting(wl, &message, now), None));
     writes
+}
+
+fn pending_write(wl: &Arc<Workload>, message: &str, now: DateTime<Utc>) -> Option<Write> {
+    let before = wl
+        .status
+        .as_ref()
+        .and_then(|s| find_condition(&s.conditions, condition::QUOTA_RESERVED))
+        .map(|c| c.message.clone());
+    let event = (before.as_deref() != Some(message))
+        .then(|| (EventType::Normal, "Pending", message.to_string()));
+    write(
+        wl,
+        status::pending(wl, reason::PENDING, message, now),
+        event,
+    )
 }
 
 /// The writes that keep workloads that hold quota in line with their spec and admission
