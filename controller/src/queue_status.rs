@@ -60,12 +60,20 @@ pub struct QueueStatuses {
 /// Computes the status of every ClusterQueue in `activity`, and of every LocalQueue that
 /// points to one, and keeps those that differ from what is stored.
 pub fn queue_statuses(inputs: &QueueInputs<'_>, now: DateTime<Utc>) -> QueueStatuses {
-    let QueueInputs {
-        workloads,
-        cluster_queues,
-        local_queues,
-        activity,
-    } = *inputs;
+    let (mut by_cq, mut by_lq) = tally(inputs.workloads, inputs.local_queues);
+    QueueStatuses {
+        cluster_queues: cluster_queue_statuses(inputs, &mut by_cq, now),
+        local_queues: local_queue_statuses(inputs, &mut by_lq, now),
+    }
+}
+
+/// Per ClusterQueue and per LocalQueue: the pending, reserving and admitted workloads and
+/// what they hold. A reservation counts where its admission says the quota is held.
+#[allow(clippy::type_complexity)]
+fn tally(
+    workloads: &[Arc<Workload>],
+    local_queues: &[Arc<LocalQueue>],
+) -> (HashMap<String, Tally>, HashMap<(String, String), Tally>) {
     let lq_target: HashMap<(String, String), String> = local_queues
         .iter()
         .filter_map(|lq| {
@@ -111,7 +119,6 @@ pub fn queue_statuses(inputs: &QueueInputs<'_>, now: DateTime<Utc>) -> QueueStat
                         add_usage(&mut tally.usage, &usage);
                     }
                 };
-                // Counted where the admission says the quota is held.
                 add(by_cq.entry(admission.cluster_queue.clone()).or_default());
                 if let Some(k) = lq_key {
                     add(by_lq.entry(k).or_default());
@@ -129,11 +136,19 @@ pub fn queue_statuses(inputs: &QueueInputs<'_>, now: DateTime<Utc>) -> QueueStat
             }
         }
     }
+    (by_cq, by_lq)
+}
 
-    let mut cluster_queue_statuses = Vec::new();
-    for cq in cluster_queues {
+/// The ClusterQueues' new statuses (those that change).
+fn cluster_queue_statuses(
+    inputs: &QueueInputs<'_>,
+    by_cq: &mut HashMap<String, Tally>,
+    now: DateTime<Utc>,
+) -> Vec<(String, ClusterQueueStatus)> {
+    let mut statuses = Vec::new();
+    for cq in inputs.cluster_queues {
         let name = cq.name_any();
-        let Some(inactive) = activity.get(&name) else {
+        let Some(inactive) = inputs.activity.get(&name) else {
             continue;
         };
         let tally = by_cq.remove(&name).unwrap_or_default();
@@ -158,11 +173,22 @@ pub fn queue_statuses(inputs: &QueueInputs<'_>, now: DateTime<Utc>) -> QueueStat
             now,
         );
         if status != old {
-            cluster_queue_statuses.push((name, status));
+            statuses.push((name, status));
         }
     }
+    statuses
+}
 
-    let known: HashMap<String, bool> = cluster_queues
+/// The LocalQueues' new statuses (those that change); queues of ClusterQueues the caller
+/// does not keep are someone else's.
+fn local_queue_statuses(
+    inputs: &QueueInputs<'_>,
+    by_lq: &mut HashMap<(String, String), Tally>,
+    now: DateTime<Utc>,
+) -> Vec<(String, String, LocalQueueStatus)> {
+    let activity = inputs.activity;
+    let known: HashMap<String, bool> = inputs
+        .cluster_queues
         .iter()
         .map(|cq| {
             let name = cq.name_any();
@@ -170,11 +196,10 @@ pub fn queue_statuses(inputs: &QueueInputs<'_>, now: DateTime<Utc>) -> QueueStat
             (name, active)
         })
         .collect();
-    let mut local_queue_statuses = Vec::new();
-    for lq in local_queues {
+    let mut statuses = Vec::new();
+    for lq in inputs.local_queues {
         let key = (lq.namespace().unwrap_or_default(), lq.name_any());
         let target = lq.spec.cluster_queue.as_deref().unwrap_or("");
-        // Queues of ClusterQueues the caller doesn't keep are someone else's.
         if known.contains_key(target) && !activity.contains_key(target) {
             continue;
         }
@@ -209,13 +234,10 @@ pub fn queue_statuses(inputs: &QueueInputs<'_>, now: DateTime<Utc>) -> QueueStat
             now,
         );
         if status != old {
-            local_queue_statuses.push((key.0, key.1, status));
+            statuses.push((key.0, key.1, status));
         }
     }
-    QueueStatuses {
-        cluster_queues: cluster_queue_statuses,
-        local_queues: local_queue_statuses,
-    }
+    statuses
 }
 
 fn nominal_quota(cq: &ClusterQueue) -> HashMap<(String, String), i128> {
