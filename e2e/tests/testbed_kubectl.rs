@@ -382,3 +382,63 @@ async fn kubectl_describe_shows_events_from_both_groups() {
     );
     assert!(table.contains("widget/gizmo"), "{table}");
 }
+
+/// Runs kubectl, which must be installed: unlike the tests above, this one fails without it.
+fn run_required(kc: &Path, args: &[&str]) -> std::process::Output {
+    harness::kubectl(kc, args).unwrap_or_else(|| {
+        panic!("kubectl is required: install it at /usr/bin/kubectl or set KUBECTL")
+    })
+}
+
+/// `kubectl get … -o yaml` writes a `kind: List`; applying that file validates its items on
+/// the client against `/openapi/v2` in protobuf, which the testbed used to answer in JSON
+/// ("proto: cannot parse invalid wire-format data").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_applies_a_list_file_validating_its_items() {
+    let ctx = setup().await;
+    let kc = ctx.kubeconfig.as_path();
+    let dir = kc.parent().unwrap();
+    let ok = |args: &[&str]| {
+        let out = run_required(kc, args);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    ok(&["create", "configmap", "cfg", "--from-literal=a=b"]);
+    let file = write(dir, "w.yaml", WIDGET_YAML);
+    ok(&["apply", "-f", &file]);
+
+    let list = ok(&["get", "configmap/cfg", "widget/gizmo", "-o", "yaml"]);
+    assert!(list.contains("kind: List"), "{list}");
+    let list = list.replace("size: 7", "size: 8");
+    let file = write(dir, "list.yaml", &list);
+    let applied = ok(&["apply", "-f", &file]);
+    assert!(
+        applied.contains("configmap/cfg configured")
+            && applied.contains("widget.testbed.example.com/gizmo configured"),
+        "{applied}"
+    );
+    assert_eq!(
+        ok(&["get", "widget", "gizmo", "-o", "jsonpath={.spec.size}"]),
+        "8"
+    );
+
+    // The client validates each item against the custom resource's schema.
+    let file = write(
+        dir,
+        "bad.yaml",
+        &list.replace("color: blue", "colour: blue"),
+    );
+    let out = run_required(kc, &["apply", "-f", &file]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("unknown field \"colour\" in com.example.testbed.v1.Widget.spec"),
+        "{stderr}"
+    );
+    drop(ctx.cluster);
+}

@@ -20,7 +20,7 @@ use super::rbac::{self, Attributes};
 use super::request_counts::RequestKind;
 use super::resource::{Builtin, ResourceType};
 use super::validation::{self, FieldValidation};
-use super::{decode, discovery, negotiate, openapi, reviews, scale, table};
+use super::{decode, discovery, negotiate, openapi, openapi_v2_proto, reviews, scale, table};
 
 /// The largest request body accepted (kube-apiserver allows 3 MiB objects).
 const MAX_BODY: usize = 3 * 1024 * 1024 + 64 * 1024;
@@ -279,10 +279,21 @@ async fn dispatch(
         }
         Route::OpenApiV2 => {
             let registry = cluster.store().registry.clone();
-            Ok(json_response(
-                StatusCode::OK,
-                openapi::v2(&registry).to_string(),
-            ))
+            let doc = openapi::v2(&registry);
+            let accept = parts
+                .headers
+                .get(header::ACCEPT)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("");
+            if openapi_v2_proto::wants_protobuf(accept) {
+                return Ok((
+                    StatusCode::OK,
+                    [(header::CONTENT_TYPE, openapi_v2_proto::CONTENT_TYPE)],
+                    openapi_v2_proto::encode(&doc),
+                )
+                    .into_response());
+            }
+            Ok(json_response(StatusCode::OK, doc.to_string()))
         }
         Route::OpenApiV3Index => {
             let v = openapi::index(&cluster.store().registry);

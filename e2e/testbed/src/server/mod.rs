@@ -39,6 +39,7 @@ pub mod negotiate;
 pub mod openapi;
 pub mod openapi_crd;
 pub mod openapi_params;
+mod openapi_v2_proto;
 pub mod ops;
 pub mod patch;
 pub mod protobuf;
