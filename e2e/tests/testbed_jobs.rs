@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use baton_e2e::harness;
-use baton_testbed::jobs::RUN_SECONDS_ANNOTATION;
+use baton_testbed::server::RUN_SECONDS_ANNOTATION;
 use baton_testbed::server::TestCluster;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;

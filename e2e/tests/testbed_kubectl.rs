@@ -316,7 +316,7 @@ async fn kubectl_describe_shows_events_from_both_groups() {
         .unwrap();
     // core/v1, as client-go's legacy recorder writes them.
     let core: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), "default");
-    let now = baton_testbed::server::meta::now_time();
+    let now = baton_testbed::server::now_time();
     let ev: k8s_openapi::api::core::v1::Event = serde_json::from_value(json!({
         "metadata": {"name": "gizmo.core"},
         "involvedObject": {"apiVersion": "testbed.example.com/v1", "kind": "Widget", "name": "gizmo", "namespace": "default", "uid": w.metadata.uid},

@@ -7,6 +7,3 @@
 pub mod golden;
 pub mod schema;
 pub mod server;
-
-/// Jobs and pods on a testbed cluster (the job controller and kubelet model).
-pub use server::jobs;

@@ -9,54 +9,31 @@
 //! is: tokens, impersonation), `rbac` (what they may do), `reviews` (SelfSubjectAccessReview
 //! and friends), `controllers` (token Secrets and aggregated ClusterRoles, after each commit).
 
-pub mod admission;
-pub mod apps;
-pub mod auth;
-pub mod builtin;
-pub mod cluster;
-pub mod continue_token;
-pub mod controllers;
-pub mod cost;
-pub mod crd;
-pub mod decode;
-pub mod deletion;
-pub mod discovery;
-pub mod error;
-pub mod events;
-pub mod faults;
-pub mod gc;
-pub mod go_json;
-pub mod handlers;
-pub mod jobs;
-pub mod kubeconfig;
-pub mod label_parser;
-pub mod list;
-pub mod list_options;
-pub mod managed;
-pub mod meta;
-pub mod namespaces;
-pub mod negotiate;
-pub mod openapi;
-pub mod openapi_crd;
-pub mod openapi_params;
-mod openapi_v2_proto;
-pub mod ops;
-pub mod patch;
-pub mod protobuf;
-pub mod rbac;
-pub mod request_counts;
-pub mod resource;
-pub mod reviews;
-pub mod scale;
-pub mod secrets;
-pub mod selector;
-pub mod store;
-pub mod table;
-pub mod table_cells;
-pub mod table_columns;
-pub mod tls;
-pub mod validation;
-pub mod watch;
+//! The testbed API server: a Kubernetes-API-compatible, in-memory control plane serving one
+//! independent cluster per [`TestCluster`] on 127.0.0.1 (DESIGN.md §5).
+//!
+//! Four layers, each using only the ones below it (and `api`, the vocabulary they share):
+//!
+//! - `api`: errors, object metadata helpers, resource types and their registry, selectors,
+//!   patch algorithms — what every layer speaks.
+//! - `storage`: the object store (resourceVersion, history, the change feed watches read).
+//! - `kinds`: the write path (`ops`: create/update/delete semantics, `deletion`) and what is
+//!   particular to each kind — validation, defaulting, admission policies, CRDs, events,
+//!   field ownership and server-side apply (`managed`), the scale subresource.
+//! - `controllers`: what kube-controller-manager and the kubelet do, run after commits
+//!   (token Secrets, ClusterRole aggregation, CRD conditions, namespace lifecycle, garbage
+//!   collection) or as a task (jobs and pods).
+//! - `http`: routing and handlers, content negotiation and protobuf, discovery, OpenAPI,
+//!   tables, list and watch serving, authentication and RBAC, TLS, kubeconfigs, and the
+//!   request-level models (faults, cost, request counts); `ClusterState` holds a cluster.
+//!
+//! This module wires them: it installs the controllers' hooks into the store and serves.
+
+mod api;
+mod controllers;
+mod http;
+mod kinds;
+mod storage;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -70,9 +47,28 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{Mutex, watch as tokio_watch};
 use tokio::task::JoinHandle;
 
-pub use cluster::{ClusterOptions, ClusterState};
-pub use error::ApiError;
-pub use faults::Faults;
+use api::meta;
+use controllers::jobs;
+use http::cluster::ClusterState;
+use http::{handlers, kubeconfig, tls};
+use kinds::{managed, ops};
+
+pub use api::error::ApiError;
+pub use api::meta::{generate_name, now_time};
+pub use controllers::jobs::RUN_SECONDS_ANNOTATION;
+pub use http::cluster::ClusterOptions;
+pub use http::faults::Faults;
+pub use storage::store::{Change, ChangeKind, Stored};
+
+/// The API-server cost model of a cluster ([`TestCluster::cost`]).
+pub mod cost {
+    pub use super::http::cost::{Budget, Cost, CostClass, CostProfile, Service};
+}
+
+/// Requests a cluster served, by kind ([`TestCluster::request_counts`]).
+pub mod request_counts {
+    pub use super::http::request_counts::{RequestCounts, RequestKind, difference};
+}
 
 /// Errors starting or controlling a testbed cluster.
 #[derive(Debug, thiserror::Error)]
@@ -170,8 +166,9 @@ impl TestCluster {
         kubeconfig::render_token(self.name(), &self.https_url(), token, namespace)
     }
 
-    pub fn state(&self) -> &Arc<ClusterState> {
-        &self.state
+    /// Every change committed from now on, in order (the feed watches are served from).
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Arc<Change>> {
+        self.state.store().subscribe()
     }
 
     pub fn faults(&self) -> &Faults {
