@@ -1,33 +1,28 @@
 //! The testbed API server: a Kubernetes-API-compatible, in-memory control plane serving one
 //! independent cluster per [`TestCluster`] on 127.0.0.1 (DESIGN.md §5).
 //!
-//! One file per job: `store` (objects, resourceVersion, history), `ops` (create/update/delete
-//! semantics), `watch`, `list`, `selector`, `patch`, `managed` (field ownership and
-//! server-side apply), `validation`, `apps` and `crd` (admission), `discovery`, `openapi`,
-//! `table` and `table_cells`, `events` (the two event groups), `faults`, `kubeconfig`,
-//! `handlers` (HTTP routing), `tls` (the HTTPS side of each port), `auth` (who a request
-//! is: tokens, impersonation), `rbac` (what they may do), `reviews` (SelfSubjectAccessReview
-//! and friends), `controllers` (token Secrets and aggregated ClusterRoles, after each commit).
-
-//! The testbed API server: a Kubernetes-API-compatible, in-memory control plane serving one
-//! independent cluster per [`TestCluster`] on 127.0.0.1 (DESIGN.md §5).
+//! It is built in layers; a module uses only modules of its own layer or of the layers
+//! listed before it, and no two modules use each other, directly or through others:
 //!
-//! Four layers, each using only the ones below it (and `api`, the vocabulary they share):
-//!
-//! - `api`: errors, object metadata helpers, resource types and their registry, selectors,
-//!   patch algorithms — what every layer speaks.
-//! - `storage`: the object store (resourceVersion, history, the change feed watches read).
-//! - `kinds`: the write path (`ops`: create/update/delete semantics, `deletion`) and what is
-//!   particular to each kind — validation, defaulting, admission policies, CRDs, events,
-//!   field ownership and server-side apply (`managed`), the scale subresource.
-//! - `controllers`: what kube-controller-manager and the kubelet do, run after commits
-//!   (token Secrets, ClusterRole aggregation, CRD conditions, namespace lifecycle, garbage
-//!   collection) or as a task (jobs and pods).
+//! - `api`: what every layer speaks — errors, object metadata helpers, resource types, the
+//!   table of built-in kinds and the registry, selectors, patch algorithms, the users
+//!   requests run as, the cluster's CA.
+//! - `storage`: the object store (resourceVersion, history, the change feed watches read)
+//!   and the [`Hooks`](storage::store::Hooks) through which the write path reaches the
+//!   controllers without depending on them.
+//! - `kinds`: the write path (`ops`, `deletion`, `apply`, `view`) and what is particular to
+//!   each kind — validation and defaulting, admission policies, CRDs, events, field
+//!   ownership (`managed`), Jobs and Pods, the scale subresource.
+//! - `controllers`: what kube-controller-manager and kube-apiserver's own controllers do,
+//!   run from the store's hooks (token Secrets, ClusterRole aggregation, CRD conditions,
+//!   namespace conditions, garbage collection) or as a task (the job controller and
+//!   kubelet model).
 //! - `http`: routing and handlers, content negotiation and protobuf, discovery, OpenAPI,
-//!   tables, list and watch serving, authentication and RBAC, TLS, kubeconfigs, and the
-//!   request-level models (faults, cost, request counts); `ClusterState` holds a cluster.
+//!   tables, list and watch, authentication and RBAC, TLS, kubeconfigs, the request-level
+//!   models (faults, cost, request counts), and `ClusterState`, which holds a cluster.
 //!
-//! This module wires them: it installs the controllers' hooks into the store and serves.
+//! This module wires them (`ClusterState` installs the controllers' hooks in its store)
+//! and is the crate's API: [`TestCluster`] and the few types its users name.
 
 mod api;
 mod controllers;

@@ -1,6 +1,5 @@
 //! Resource types the server serves: the built-in kinds and those registered by CRDs.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -163,89 +162,8 @@ impl ResourceType {
     }
 }
 
-/// All resource types of one cluster, keyed by (group, version, plural).
-#[derive(Debug, Default, Clone)]
-pub struct Registry {
-    types: BTreeMap<(String, String, String), Arc<ResourceType>>,
-}
-
-impl Registry {
-    pub fn with_builtins() -> Self {
-        let mut registry = Self::default();
-        for rt in crate::server::api::builtin_types::builtin_types() {
-            registry.insert(rt);
-        }
-        registry
-    }
-
-    pub fn insert(&mut self, rt: ResourceType) {
-        self.types.insert(
-            (rt.group.clone(), rt.version.clone(), rt.plural.clone()),
-            Arc::new(rt),
-        );
-    }
-
-    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
-        self.types
-            .get(&(group.to_string(), version.to_string(), plural.to_string()))
-            .cloned()
-    }
-
-    /// Removes every version registered by the named CRD.
-    pub fn remove_crd(&mut self, crd_name: &str) {
-        self.types
-            .retain(|_, rt| rt.crd_name.as_deref() != Some(crd_name));
-    }
-
-    pub fn all(&self) -> impl Iterator<Item = &Arc<ResourceType>> {
-        self.types.values()
-    }
-
-    /// Served groups with their versions in Kubernetes version priority order; the first is
-    /// the preferred version (as the apiextensions discovery controller chooses it, whatever
-    /// the storage version).
-    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
-        let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for rt in self.types.values() {
-            let versions = groups.entry(rt.group.clone()).or_default();
-            if !versions.contains(&rt.version) {
-                versions.push(rt.version.clone());
-            }
-        }
-        groups
-            .into_iter()
-            .map(|(g, mut vs)| {
-                vs.sort_by(|a, b| compare_versions(a, b));
-                (g, vs)
-            })
-            .collect()
-    }
-
-    pub fn in_group_version(&self, group: &str, version: &str) -> Vec<Arc<ResourceType>> {
-        self.types
-            .values()
-            .filter(|rt| rt.group == group && rt.version == version)
-            .cloned()
-            .collect()
-    }
-
-    /// The types stored in one table (every served version of one resource).
-    pub fn by_table(&self, table: &str) -> Vec<Arc<ResourceType>> {
-        self.types
-            .values()
-            .filter(|rt| rt.table == table)
-            .cloned()
-            .collect()
-    }
-
-    /// The version a table's objects are stored in.
-    pub fn storage_type(&self, table: &str) -> Option<Arc<ResourceType>> {
-        self.types
-            .values()
-            .find(|rt| rt.table == table && rt.storage_version)
-            .cloned()
-    }
-}
+/// `ObjectMeta.creationTimestamp`'s documentation (Age columns).
+pub const CREATION_TIMESTAMP_DOC: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
 /// A version of the form `v<N>`, `v<N>beta<M>` or `v<N>alpha<M>`: (stability, major, minor),
 /// stability 0 for GA, 1 for beta, 2 for alpha.
@@ -347,7 +265,7 @@ pub fn types_from_crd(crd: &Value) -> Vec<ResourceType> {
                 name: "Age".into(),
                 type_: "date".into(),
                 format: String::new(),
-                description: crate::server::api::table_columns::CREATION_TIMESTAMP_DOC.into(),
+                description: CREATION_TIMESTAMP_DOC.into(),
                 priority: 0,
                 json_path: ".metadata.creationTimestamp".into(),
             });

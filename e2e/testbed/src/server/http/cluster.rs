@@ -3,9 +3,11 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::server::api::user::UserInfo;
 use crate::server::http::cost::Cost;
 use crate::server::http::faults::Faults;
 use crate::server::http::rbac::PolicyCache;
+use crate::server::http::rbac::{self, Attributes, Decision};
 use crate::server::http::request_counts::RequestCounts;
 use crate::server::storage::store::Store;
 
@@ -79,6 +81,18 @@ impl ClusterState {
     /// The store, locked. Never held across an await.
     pub fn store(&self) -> MutexGuard<'_, Store> {
         self.store.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Decides a request of `user`: the superuser group, then the default policy, then RBAC.
+    pub fn authorize(&self, user: &UserInfo, a: &Attributes) -> Decision {
+        if user.is_superuser() {
+            return Decision::allow("");
+        }
+        if let Some(d) = rbac::defaults::authorize(user, a) {
+            return d;
+        }
+        let policy = self.rbac.get(&self.store());
+        policy.authorize(user, a)
     }
 
     pub fn end_watches(&self) {

@@ -252,7 +252,7 @@ mod tests {
 
     #[test]
     fn metadata_types_are_checked_as_go_decodes_them() {
-        let rt = crate::server::api::resource::Registry::with_builtins()
+        let rt = crate::server::api::registry::Registry::with_builtins()
             .get("", "v1", "configmaps")
             .expect("configmaps are built in");
         let check = |m: Value| object_meta_type_error(&rt, &m);

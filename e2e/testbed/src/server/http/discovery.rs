@@ -2,7 +2,8 @@
 
 use serde_json::{Value, json};
 
-use crate::server::api::resource::{Builtin, Registry, ResourceType};
+use crate::server::api::registry::Registry;
+use crate::server::api::resource::{Builtin, ResourceType};
 
 /// The Kubernetes version the testbed reports.
 pub const KUBE_MINOR: &str = "32";

@@ -1,6 +1,5 @@
 //! HTTP entry point: routes Kubernetes REST paths to discovery, OpenAPI and the object verbs.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -14,10 +13,13 @@ use crate::server::api::patch::{self, PatchType};
 use crate::server::api::resource::{Builtin, ResourceType};
 use crate::server::http::auth::{self, UserInfo};
 use crate::server::http::cluster::ClusterState;
-use crate::server::http::list::{self, ListQuery};
+use crate::server::http::list;
+use crate::server::http::list_options::ListQuery;
 use crate::server::http::rbac::{self, Attributes};
 use crate::server::http::request_counts::RequestKind;
-use crate::server::kinds::managed::{self, Operation};
+use crate::server::http::route::{Params, Route, Target, parse_route, without_watch_segment};
+use crate::server::kinds::apply;
+use crate::server::kinds::managed::Operation;
 use crate::server::kinds::ops::{self, DeleteOpts, WriteOpts};
 use crate::server::kinds::validation::{self, FieldValidation};
 use crate::server::{
@@ -27,90 +29,6 @@ use crate::server::{
 
 /// The largest request body accepted (kube-apiserver allows 3 MiB objects).
 const MAX_BODY: usize = 3 * 1024 * 1024 + 64 * 1024;
-
-/// Where a request path leads.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Route {
-    Version,
-    Health,
-    Api,
-    Apis,
-    Group(String),
-    Discovery { group: String, version: String },
-    OpenApiV2,
-    OpenApiV3Index,
-    OpenApiV3 { group: String, version: String },
-    Resource(Target),
-}
-
-/// A resource path: collection, object or subresource.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Target {
-    pub group: String,
-    pub version: String,
-    pub plural: String,
-    pub namespace: Option<String>,
-    pub name: Option<String>,
-    pub sub: Option<String>,
-}
-
-pub fn parse_route(path: &str) -> Option<Route> {
-    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    Some(match segs.as_slice() {
-        ["version"] => Route::Version,
-        ["healthz" | "readyz" | "livez", ..] => Route::Health,
-        ["api"] => Route::Api,
-        ["apis"] => Route::Apis,
-        ["openapi", "v2"] => Route::OpenApiV2,
-        ["openapi", "v3"] => Route::OpenApiV3Index,
-        ["openapi", "v3", "api", "v1"] => Route::OpenApiV3 {
-            group: String::new(),
-            version: "v1".into(),
-        },
-        ["openapi", "v3", "apis", g, v] => Route::OpenApiV3 {
-            group: (*g).into(),
-            version: (*v).into(),
-        },
-        ["api", "v1", rest @ ..] => resource_route("", "v1", rest)?,
-        ["apis", g] => Route::Group((*g).into()),
-        ["apis", g, v, rest @ ..] => resource_route(g, v, rest)?,
-        _ => return None,
-    })
-}
-
-fn resource_route(group: &str, version: &str, rest: &[&str]) -> Option<Route> {
-    let (namespace, rest) = match rest {
-        [] => {
-            return Some(Route::Discovery {
-                group: group.into(),
-                version: version.into(),
-            });
-        }
-        ["namespaces", ns, plural, tail @ ..]
-            if !(group.is_empty()
-                && tail.is_empty()
-                && (*plural == "status" || *plural == "finalize")) =>
-        {
-            (Some((*ns).to_string()), {
-                let mut v = vec![*plural];
-                v.extend_from_slice(tail);
-                v
-            })
-        }
-        other => (None, other.to_vec()),
-    };
-    if rest.len() > 3 {
-        return None;
-    }
-    Some(Route::Resource(Target {
-        group: group.into(),
-        version: version.into(),
-        plural: rest.first()?.to_string(),
-        namespace,
-        name: rest.get(1).map(|s| s.to_string()),
-        sub: rest.get(2).map(|s| s.to_string()),
-    }))
-}
 
 /// The single handler behind the router.
 pub async fn handle(State(cluster): State<Arc<ClusterState>>, req: Request) -> Response {
@@ -132,24 +50,6 @@ pub async fn handle(State(cluster): State<Arc<ClusterState>>, req: Request) -> R
     }
 }
 
-/// The path without the deprecated `/watch/` segment (`/api/v1/watch/namespaces/n/secrets`),
-/// when it has one.
-pub(super) fn without_watch_segment(path: &str) -> Option<String> {
-    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    let at = match segs.as_slice() {
-        ["api", _, "watch", _, ..] => 2,
-        ["apis", _, _, "watch", _, ..] => 3,
-        _ => return None,
-    };
-    let kept: Vec<&str> = segs
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != at)
-        .map(|(_, s)| *s)
-        .collect();
-    Some(format!("/{}", kept.join("/")))
-}
-
 /// Checks that a user (not the administrator) may make this request.
 fn authorize(
     cluster: &ClusterState,
@@ -163,7 +63,7 @@ fn authorize(
         Route::Resource(t) => Attributes::for_resource(method, t, params),
         _ => Attributes::for_path(method, path),
     };
-    let d = rbac::authorize(cluster, user, &a);
+    let d = cluster.authorize(user, &a);
     if d.allowed {
         Ok(())
     } else {
@@ -190,9 +90,6 @@ fn value_response(status: StatusCode, v: &Value, warnings: &[String]) -> Respons
     }
     resp
 }
-
-/// The query string as a map (last value wins).
-pub type Params = HashMap<String, String>;
 
 async fn dispatch(
     cluster: Arc<ClusterState>,
@@ -703,14 +600,14 @@ fn patch_object(
     opts.user = user.cloned();
     let mut store = cluster.store();
     if ptype == PatchType::Apply {
-        let request = managed::ApplyRequest {
+        let request = apply::ApplyRequest {
             namespace: t.namespace.as_deref(),
             name,
             body,
             field_manager: params.get("fieldManager").map(String::as_str),
             force: params.get("force").is_some_and(|f| f == "true"),
         };
-        let out = managed::serve_apply(&mut store, rt, &request, &opts)?;
+        let out = apply::serve(&mut store, rt, &request, &opts)?;
         let status = if out.created {
             StatusCode::CREATED
         } else {

@@ -1,11 +1,16 @@
 //! The `ListOptions` query parameters of list and watch requests, checked as kube-apiserver
 //! checks them (`ValidateListOptions`): 422 for forbidden combinations, 400 for a
-//! resourceVersion that is not a number.
+//! resourceVersion that is not a number; and the whole query of a list or watch
+//! ([`ListQuery`]), and how its objects are written.
 
 use serde_json::Value;
 
 use crate::server::api::error::{self, ApiError, ApiResult, Cause};
-use crate::server::http::handlers::Params;
+use crate::server::api::resource::{Builtin, ResourceType};
+use crate::server::api::selector::{FieldSelector, LabelSelector};
+use crate::server::http::route::Params;
+use crate::server::kinds::{events, ops};
+use crate::server::storage::store::{self, Store, Stored};
 
 /// `resourceVersionMatch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -219,6 +224,140 @@ impl ListOptions {
 }
 
 /// Query parameters from pairs (tests here and in `list`).
+/// The table of CRD objects.
+pub(crate) const CRD_TABLE: &str = "apiextensions.k8s.io/customresourcedefinitions";
+
+/// The selection parameters shared by list and watch.
+/// A list or watch request's parsed query: selectors, paging and `ListOptions`.
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    pub labels: LabelSelector,
+    pub fields: FieldSelector,
+    pub limit: Option<usize>,
+    pub continue_token: Option<String>,
+    pub options: ListOptions,
+    /// The CRD's `selectableFields` (paths without the leading dot) the field selector uses.
+    pub selectable: Vec<String>,
+}
+
+/// The `selectableFields` of a custom resource's version, as field names (`spec.color`).
+fn selectable_fields(store: &Store, rt: &ResourceType) -> Vec<String> {
+    let Some(crd) = rt
+        .crd_name
+        .as_deref()
+        .and_then(|name| store.get(CRD_TABLE, "", name))
+    else {
+        return Vec::new();
+    };
+    let crd = crd.value();
+    crd["spec"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["name"] == rt.version.as_str())
+        .flat_map(|v| {
+            v["selectableFields"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|f| {
+            f["jsonPath"]
+                .as_str()
+                .map(|p| p.trim_start_matches('.').to_string())
+        })
+        .collect()
+}
+
+/// The text a field selector compares for the value at a dotted path (empty when absent).
+pub(crate) fn field_text(obj: &Value, path: &str) -> String {
+    let v = path.split('.').fold(obj, |v, key| &v[key]);
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+impl ListQuery {
+    /// Parses the query: selectors (400 when malformed), the ListOptions rules (422), field
+    /// labels the resource supports (400), then the resourceVersion (400).
+    pub fn parse(store: &Store, rt: &ResourceType, params: &Params) -> ApiResult<Self> {
+        let labels = LabelSelector::parse(params.get("labelSelector").map_or("", String::as_str))?;
+        let field_text = params.get("fieldSelector").map_or("", String::as_str);
+        FieldSelector::parse(field_text, &|_| true)?;
+        ListOptions::validate(params)?;
+        let event_view = rt.builtin == Some(Builtin::EventV1);
+        let selectable = selectable_fields(store, rt);
+        let supported = |f: &str| {
+            let f = if event_view {
+                events::v1_field_to_core(f)
+            } else {
+                f.to_string()
+            };
+            store::supports_field(&rt.table, &f) || selectable.contains(&f)
+        };
+        let mut fields = FieldSelector::parse(field_text, &supported)?;
+        if event_view {
+            fields = fields.rename(&events::v1_field_to_core);
+        }
+        let options = ListOptions::parse(params)?;
+        let limit = params
+            .get("limit")
+            .and_then(|l| l.parse::<usize>().ok())
+            .filter(|l| *l > 0);
+        let continue_token = params.get("continue").filter(|c| !c.is_empty()).cloned();
+        Ok(Self {
+            labels,
+            fields,
+            limit,
+            continue_token,
+            options,
+            selectable,
+        })
+    }
+
+    /// Whether the query selects everything (then lists report remainingItemCount).
+    pub(crate) fn selects_all(&self) -> bool {
+        self.labels.is_empty() && self.fields.is_empty()
+    }
+
+    pub fn matches(&self, obj: &Stored) -> bool {
+        if !self.labels.matches(&obj.labels) {
+            return false;
+        }
+        if self.fields.is_empty() {
+            return true;
+        }
+        let mut fields = obj.all_fields();
+        if !self.selectable.is_empty() {
+            let v = obj.value();
+            fields.extend(
+                self.selectable
+                    .iter()
+                    .map(|p| (p.clone(), field_text(&v, p))),
+            );
+        }
+        self.fields.matches(&fields)
+    }
+}
+
+/// Whether objects of `rt` are served exactly as stored.
+pub fn served_as_stored(rt: &ResourceType) -> bool {
+    // Custom objects with a schema are pruned and defaulted as they are read.
+    rt.builtin != Some(Builtin::EventV1)
+        && (rt.crd_name.is_none() || (rt.storage_version && rt.validator.is_none()))
+}
+
+/// The bytes of one object as `rt` serves it.
+pub fn object_bytes(rt: &ResourceType, obj: &Stored) -> bytes::Bytes {
+    if served_as_stored(rt) {
+        obj.bytes.clone()
+    } else {
+        bytes::Bytes::from(ops::to_view(rt, obj.value()).to_string())
+    }
+}
+
 #[cfg(test)]
 pub(super) fn params(pairs: &[(&str, &str)]) -> Params {
     pairs

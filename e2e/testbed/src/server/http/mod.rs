@@ -1,7 +1,7 @@
-//! Serving HTTP: routing and handlers, decoding and content negotiation (JSON, YAML,
-//! protobuf), discovery, OpenAPI, tables, list and watch, authentication and RBAC, TLS,
-//! kubeconfigs, the request-level models (faults, cost, request counts), and `ClusterState`,
-//! which holds one cluster.
+//! Serving HTTP: routing (`route`) and handlers, decoding and content negotiation (JSON,
+//! YAML, protobuf), discovery, OpenAPI, tables (`table`, `table_cells`, `json_path`), list
+//! and watch, authentication and RBAC, reviews, TLS, kubeconfigs, the request-level models
+//! (faults, cost, request counts), and `ClusterState`, which holds one cluster.
 
 pub(crate) mod auth;
 pub(crate) mod cluster;
@@ -11,6 +11,7 @@ pub(crate) mod decode;
 pub(crate) mod discovery;
 pub(crate) mod faults;
 pub(crate) mod handlers;
+pub(crate) mod json_path;
 pub(crate) mod kubeconfig;
 pub(crate) mod list;
 pub(crate) mod list_options;
@@ -23,6 +24,7 @@ pub(crate) mod protobuf;
 pub(crate) mod rbac;
 pub(crate) mod request_counts;
 pub(crate) mod reviews;
+pub(crate) mod route;
 pub(crate) mod table;
 pub(crate) mod table_cells;
 pub(crate) mod tls;

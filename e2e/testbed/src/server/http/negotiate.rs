@@ -140,7 +140,7 @@ mod tests {
 
     #[test]
     fn accept_ranges_are_negotiated_per_resource() {
-        let registry = crate::server::api::resource::Registry::with_builtins();
+        let registry = crate::server::api::registry::Registry::with_builtins();
         let configmaps = registry
             .get("", "v1", "configmaps")
             .expect("configmaps are built in");

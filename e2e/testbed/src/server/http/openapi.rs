@@ -8,7 +8,8 @@ use std::sync::{Arc, LazyLock};
 
 use serde_json::{Map, Value, json};
 
-use crate::server::api::resource::{Builtin, Registry, ResourceType};
+use crate::server::api::registry::Registry;
+use crate::server::api::resource::{Builtin, ResourceType};
 use crate::server::http::openapi_crd::{self, Form};
 
 /// Definitions for the built-in kinds plus everything they reference, and the definition

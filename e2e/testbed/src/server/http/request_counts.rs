@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use axum::http::{HeaderMap, Method, Uri, header};
 
 use crate::server::http::cost::CostClass;
-use crate::server::http::handlers::{Route, parse_route, without_watch_segment};
+use crate::server::http::route::{Route, parse_route, without_watch_segment};
 
 /// Who sent a request, what it did and to what.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

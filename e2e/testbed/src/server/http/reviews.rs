@@ -7,10 +7,10 @@ use serde_json::{Map, Value, json};
 use crate::server::api::error::{ApiError, ApiResult, Cause, invalid};
 use crate::server::api::meta;
 use crate::server::api::resource::{Builtin, ResourceType};
-use crate::server::http::auth::UserInfo;
+use crate::server::api::user::UserInfo;
 use crate::server::http::cluster::ClusterState;
 use crate::server::http::rbac::rules::Rule;
-use crate::server::http::rbac::{self, Attributes, Decision, defaults};
+use crate::server::http::rbac::{Attributes, Decision, defaults};
 
 /// Answers a review of `rt` posted by `user` (None: the administrator) through `manager`.
 pub fn create(
@@ -178,7 +178,7 @@ fn access(
             ..Attributes::default()
         }
     };
-    let Decision { allowed, reason } = rbac::authorize(cluster, user, &a);
+    let Decision { allowed, reason } = cluster.authorize(user, &a);
     let mut status = json!({"allowed": allowed});
     if !reason.is_empty() {
         status["reason"] = json!(reason);

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::server::http::table::json_path;
+use crate::server::http::json_path::json_path;
 
 const NONE: &str = "<none>";
 

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::server::api::error::{ApiError, ApiResult, Cause, details, invalid};
 use crate::server::api::meta;
 use crate::server::api::resource::{Builtin, ResourceType};
-use crate::server::kinds::ops::{get_view, put_stored, to_view};
+use crate::server::kinds::view::{get_view, put_stored, to_view};
 use crate::server::storage::store::Store;
 
 /// The finalizer of an owner deleted with `propagationPolicy: Orphan`.

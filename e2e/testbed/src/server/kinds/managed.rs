@@ -1,27 +1,27 @@
 //! Field ownership (`metadata.managedFields`) and server-side apply, modelled on
 //! kube-apiserver's field manager and structured-merge-diff.
 //!
-//! `schema` and `builtin_types` give each kind its structure (struct fields, atomic maps and
+//! `api::managed_type` and `builtin_types` give each kind its structure (struct fields, atomic maps and
 //! lists, list-type sets and maps); `typed` walks values against it; `updater` keeps the
-//! ownership of updates and applies; `entries` reads and writes managedFields; `apply_patch`
-//! serves `PATCH` with `application/apply-patch+yaml`.
+//! ownership of updates and applies; `entries` reads and writes managedFields. Server-side apply
+//! (`PATCH` with `application/apply-patch+yaml`) is `kinds::apply`.
 
-mod apply_patch;
 mod builtin_types;
-mod entries;
-mod fieldpath;
-mod typed;
-mod updater;
+pub(crate) mod entries;
+pub(crate) mod fieldpath;
+pub(crate) mod typed;
+pub(crate) mod updater;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-pub use apply_patch::{ApplyRequest, serve as serve_apply};
 pub use entries::{Entry, entries, set_entries};
 pub use fieldpath::{FieldSet, Path};
 
 use crate::server::api::error::ApiError;
 use crate::server::api::managed_type::{self as schema, Type};
 use crate::server::api::resource::{Builtin, ResourceType};
+
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
@@ -31,7 +31,7 @@ pub enum Operation {
 }
 
 /// The structure of a resource's objects.
-fn type_of(rt: &ResourceType) -> &Type {
+pub(crate) fn type_of(rt: &ResourceType) -> &Type {
     rt.managed_type.0.get_or_init(|| {
         if rt.crd_name.is_some() {
             return schema::from_openapi(rt.schema.as_ref());
@@ -44,7 +44,7 @@ fn type_of(rt: &ResourceType) -> &Type {
 }
 
 /// The fields a write through `sub` may not own: the strategy resets them.
-fn reset_fields(rt: &ResourceType, sub: Option<&str>) -> FieldSet {
+pub(crate) fn reset_fields(rt: &ResourceType, sub: Option<&str>) -> FieldSet {
     let top =
         |names: &[&str]| -> FieldSet { names.iter().map(|n| vec![format!("f:{n}")]).collect() };
     match sub {
@@ -176,7 +176,7 @@ pub fn apply(
             set_entries(&mut obj, done.managers);
             Ok(obj)
         }
-        Err(updater::ApplyError::Conflicts(c)) => Err(apply_patch::conflict_error(c)),
+        Err(updater::ApplyError::Conflicts(c)) => Err(conflict_error(c)),
         Err(updater::ApplyError::Invalid(e)) => Err(ApiError::internal(e.to_string())),
     }
 }
@@ -239,15 +239,58 @@ pub fn same_ignoring_times(a: &Value, b: &Value) -> bool {
 }
 
 /// The JSON of an applied configuration as kubectl's last-applied annotation holds it.
-fn last_applied_json(config: &Value) -> String {
+pub(crate) fn last_applied_json(config: &Value) -> String {
     let mut c = config.clone();
     if let Some(md) = c.get_mut("metadata").and_then(Value::as_object_mut)
         && let Some(Value::Object(ann)) = md.get_mut("annotations")
     {
-        ann.remove(apply_patch::LAST_APPLIED);
+        ann.remove(LAST_APPLIED);
         if ann.is_empty() {
             md.remove("annotations");
         }
     }
     c.to_string()
+}
+/// The 409 of an apply: one line per conflict, or the paths grouped by manager.
+pub fn conflict_error(mut conflicts: Vec<(Entry, Path)>) -> ApiError {
+    conflicts.sort_by(|(a, p), (b, q)| {
+        a.printed()
+            .cmp(&b.printed())
+            .then_with(|| fieldpath::iteration_order(p, q))
+    });
+    conflicts.dedup_by(|a, b| a.0.printed() == b.0.printed() && a.1 == b.1);
+    let causes: Vec<Value> = conflicts
+        .iter()
+        .map(|(e, p)| {
+            json!({
+                "reason": "FieldManagerConflict",
+                "message": format!("conflict with {}", e.printed()),
+                "field": fieldpath::display(p),
+            })
+        })
+        .collect();
+    let message = match conflicts.as_slice() {
+        [(e, p)] => format!(
+            "Apply failed with 1 conflict: conflict with {}: {}",
+            e.printed(),
+            fieldpath::display(p)
+        ),
+        many => {
+            let mut lines: Vec<String> = Vec::new();
+            let mut current = String::new();
+            for (e, p) in many {
+                if e.printed() != current {
+                    current = e.printed();
+                    lines.push(format!("conflicts with {current}:"));
+                }
+                lines.push(format!("- {}", fieldpath::display(p)));
+            }
+            format!(
+                "Apply failed with {} conflicts: {}",
+                many.len(),
+                lines.join("\n")
+            )
+        }
+    };
+    ApiError::new(409, "Conflict", message).with_details(json!({ "causes": causes }))
 }

@@ -1,8 +1,11 @@
-//! The write path and per-kind behaviour: `ops` (create, update, delete and how objects are
-//! viewed), `deletion`, validation and defaulting of built-in kinds, admission policies,
-//! CRDs, events in both groups, field ownership and server-side apply, the scale subresource.
+//! The write path and per-kind behaviour: `ops` (create and update), `deletion`, `apply`
+//! (server-side apply), `view` (the stored and served forms of objects); validation and
+//! defaulting of built-in kinds (`validation`, `builtin`, `apps`, `rbac`, `secrets`,
+//! `namespaces`, `jobs`), admission policies, CRDs, events in both groups, field ownership
+//! (`managed`), the scale subresource.
 
 pub(crate) mod admission;
+pub(crate) mod apply;
 pub(crate) mod apps;
 pub(crate) mod builtin;
 pub(crate) mod crd;
@@ -16,3 +19,4 @@ pub(crate) mod rbac;
 pub(crate) mod scale;
 pub(crate) mod secrets;
 pub(crate) mod validation;
+pub(crate) mod view;

@@ -11,12 +11,12 @@ use crate::server::api::meta;
 use crate::server::api::resource::{Builtin, ResourceType, types_from_crd};
 use crate::server::kinds::admission;
 use crate::server::kinds::crd;
-use crate::server::kinds::events;
 use crate::server::kinds::managed::{self, Operation};
 use crate::server::kinds::validation::{self, FieldValidation};
 use crate::server::storage::store::Store;
 
 pub use crate::server::kinds::deletion::{DeleteOpts, Propagation, delete};
+pub use crate::server::kinds::view::{get_view, put_stored, to_view};
 
 /// Options common to every write.
 #[derive(Debug, Clone, Default)]
@@ -37,42 +37,6 @@ pub struct Outcome {
     pub value: Value,
     pub created: bool,
     pub warnings: Vec<String>,
-}
-
-/// The storage form of an object (core events; the storage version of a CRD).
-pub fn to_storage(store: &Store, rt: &ResourceType, mut obj: Value) -> Value {
-    if rt.builtin == Some(Builtin::EventV1) {
-        return events::to_core(obj);
-    }
-    if rt.builtin == Some(Builtin::Event) {
-        return events::core_shape(obj);
-    }
-    if rt.crd_name.is_some()
-        && !rt.storage_version
-        && let Some(storage) = store.registry.storage_type(&rt.table)
-    {
-        obj["apiVersion"] = Value::String(storage.api_version());
-    }
-    obj
-}
-
-/// The form served for `rt` (conversion strategy `None`: only apiVersion changes).
-pub fn to_view(rt: &ResourceType, mut obj: Value) -> Value {
-    if rt.builtin == Some(Builtin::EventV1) {
-        return events::to_v1(obj);
-    }
-    if rt.crd_name.is_some() {
-        obj["apiVersion"] = Value::String(rt.api_version());
-        validation::on_read(rt, &mut obj);
-    }
-    obj
-}
-
-pub fn get_view(store: &Store, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<Value> {
-    let stored = store
-        .get(&rt.table, ns, name)
-        .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
-    Ok(to_view(rt, stored.value()))
 }
 
 /// Checks the body's kind and apiVersion and makes it an object.
@@ -578,12 +542,6 @@ fn parse_resource_version(rv: Option<&str>) -> ApiResult<Option<u64>> {
             "strconv.ParseUint: parsing {rv:?}: invalid syntax"
         ))),
     }
-}
-
-/// Writes `obj` in its storage form; returns what was stored (with its new resourceVersion).
-pub fn put_stored(store: &mut Store, rt: &ResourceType, obj: Value) -> Value {
-    let storage = to_storage(store, rt, obj);
-    store.put_returning(&rt.table, storage).1
 }
 
 /// Stores a created or updated object and runs what follows the commit.

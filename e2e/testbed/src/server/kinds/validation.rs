@@ -8,6 +8,7 @@ use crate::schema::{FieldError, FieldErrorKind};
 use crate::server::api::error::{ApiError, Cause, invalid, invalid_value, required};
 use crate::server::api::meta;
 use crate::server::api::resource::{Builtin, ResourceType};
+use crate::server::kinds::view::{ROOT_KEEP, without_root};
 
 /// How unknown fields are reported (`fieldValidation` query parameter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -41,8 +42,6 @@ impl FieldValidation {
         }
     }
 }
-
-const ROOT_KEEP: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
 /// The fields of ObjectMeta; anything else under `metadata` is an unknown field.
 const OBJECT_META_FIELDS: &[&str] = &[
@@ -118,35 +117,6 @@ pub fn admit_custom(
     warnings.extend(outcome.warnings);
     warnings.extend(finalizer_warnings(obj, old));
     Ok(warnings)
-}
-
-/// Reads a stored custom object as kube-apiserver serves it: pruned and with the schema's
-/// current defaults (a default added to the CRD later shows up on the next read).
-pub fn on_read(rt: &ResourceType, obj: &mut Value) {
-    let Some(validator) = rt.validator.as_ref() else {
-        return;
-    };
-    without_root(obj, |rest| {
-        validator.0.prune(rest);
-        validator.0.apply_defaults(rest);
-    });
-}
-
-/// Runs `f` on the object with `ROOT_KEEP` set aside: apiVersion, kind and metadata are the
-/// server's, the schema only governs the rest.
-fn without_root(obj: &mut Value, f: impl FnOnce(&mut Value)) {
-    let mut kept = Map::new();
-    if let Value::Object(m) = obj {
-        for k in ROOT_KEEP {
-            if let Some(v) = m.remove(k) {
-                kept.insert(k.to_string(), v);
-            }
-        }
-    }
-    f(obj);
-    if let Value::Object(m) = obj {
-        m.extend(kept);
-    }
 }
 
 /// What decoding a custom object sent as another version of the resource's group drops

@@ -9,7 +9,8 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::server::api::meta;
-use crate::server::api::resource::{Registry, ResourceType};
+use crate::server::api::registry::Registry;
+use crate::server::api::resource::ResourceType;
 
 /// One stored object version. The JSON is kept serialised (compact and cheap to serve);
 /// the fields selectors need are extracted once.

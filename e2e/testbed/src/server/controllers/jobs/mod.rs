@@ -14,13 +14,13 @@
 //! `events` (what the job controller records), `settings`, and `controller` (the background
 //! task that applies both).
 
-pub mod cells;
-pub mod controller;
-pub mod events;
-pub mod job_sync;
-pub mod kubelet;
-pub mod pod_template;
-pub mod settings;
+pub(crate) mod cells;
+pub(crate) mod controller;
+pub(crate) mod events;
+pub(crate) mod job_sync;
+pub(crate) mod kubelet;
+pub(crate) mod pod_template;
+pub(crate) mod settings;
 
 use crate::server::kinds::jobs::grace;
 pub use settings::{DEFAULT_TERMINATION_GRACE_CAP, JobsSettings};

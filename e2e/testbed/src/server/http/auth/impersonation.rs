@@ -68,7 +68,7 @@ pub fn impersonate(
         checks.push(impersonate_check("authentication.k8s.io", "uids", "", u));
     }
     for a in &checks {
-        let d = rbac::authorize(cluster, requester, a);
+        let d = cluster.authorize(requester, a);
         if !d.allowed {
             return Err(rbac::forbidden(requester, a, &d.reason));
         }

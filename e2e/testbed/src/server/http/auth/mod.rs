@@ -3,9 +3,9 @@
 //! ServiceAccounts (legacy Secret tokens, and bound tokens from the TokenRequest API)
 //! authenticate as `system:serviceaccount:<ns>:<name>`; any other credential is a 401. An authenticated user may impersonate another (`kubectl --as`) if allowed to.
 
-pub mod bound;
-pub mod impersonation;
-pub mod token_request;
+pub(crate) mod bound;
+pub(crate) mod impersonation;
+pub(crate) mod token_request;
 
 use axum::http::{HeaderMap, header};
 

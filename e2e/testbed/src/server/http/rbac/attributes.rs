@@ -3,7 +3,7 @@
 
 use axum::http::Method;
 
-use crate::server::http::handlers::{Params, Target};
+use crate::server::http::route::{Params, Target};
 
 /// The authorization attributes of one request.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -103,7 +103,7 @@ fn exact_name(selector: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::http::handlers::{Route, parse_route};
+    use crate::server::http::route::{Route, parse_route};
 
     fn attrs(method: Method, path: &str, query: &[(&str, &str)]) -> Attributes {
         let Some(Route::Resource(t)) = parse_route(path) else {

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 use super::attributes::Attributes;
 use super::policy::Decision;
 use super::rules::Rule;
-use crate::server::http::auth::{AUTHENTICATED, SERVICE_ACCOUNTS, UserInfo};
+use crate::server::api::user::{AUTHENTICATED, SERVICE_ACCOUNTS, UserInfo};
 
 fn list(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()

@@ -6,10 +6,10 @@
 //! bindings and roles), `defaults` (what every authenticated user may do). RBAC objects are
 //! validated in `kinds::rbac`; aggregated ClusterRoles are `controllers::aggregation`.
 
-pub mod attributes;
-pub mod defaults;
-pub mod policy;
-pub mod rules;
+pub(crate) mod attributes;
+pub(crate) mod defaults;
+pub(crate) mod policy;
+pub(crate) mod rules;
 
 use std::sync::{Arc, Mutex};
 
@@ -19,8 +19,7 @@ pub use attributes::Attributes;
 pub use policy::{Decision, Policy};
 
 use crate::server::api::error::{ApiError, qualified};
-use crate::server::http::auth::UserInfo;
-use crate::server::http::cluster::ClusterState;
+use crate::server::api::user::UserInfo;
 use crate::server::storage::store::Store;
 
 /// The compiled policy, rebuilt only when an RBAC object changed since the last request.
@@ -40,18 +39,6 @@ impl PolicyCache {
             }
         }
     }
-}
-
-/// Decides a request of `user`: the superuser group, then the default policy, then RBAC.
-pub fn authorize(cluster: &ClusterState, user: &UserInfo, a: &Attributes) -> Decision {
-    if user.is_superuser() {
-        return Decision::allow("");
-    }
-    if let Some(d) = defaults::authorize(user, a) {
-        return d;
-    }
-    let policy = cluster.rbac.get(&cluster.store());
-    policy.authorize(user, a)
 }
 
 /// The 403 kube-apiserver sends for a denied request.

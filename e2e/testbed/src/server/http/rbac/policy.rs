@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::attributes::Attributes;
 use super::rules::Rule;
-use crate::server::http::auth::UserInfo;
+use crate::server::api::user::UserInfo;
 use crate::server::storage::store::Store;
 
 pub const ROLES: &str = "rbac.authorization.k8s.io/roles";

@@ -10,16 +10,16 @@
 //! [`mutate`] before an object is defaulted and validated, and [`validate`] after; deletes
 //! call [`validate_delete`].
 
-pub mod cel_env;
-pub mod defaults;
-pub mod matching;
-pub mod mutating;
-pub mod mutation;
-pub mod params;
-pub mod policy_checks;
-pub mod printers;
-pub mod request;
-pub mod validating;
+pub(crate) mod cel_env;
+pub(crate) mod defaults;
+pub(crate) mod matching;
+pub(crate) mod mutating;
+pub(crate) mod mutation;
+pub(crate) mod params;
+pub(crate) mod policy_checks;
+pub(crate) mod printers;
+pub(crate) mod request;
+pub(crate) mod validating;
 
 use serde_json::{Value, json};
 
@@ -170,7 +170,7 @@ pub fn validate_delete(
     if !applies(store, &a, PolicyKind::Validating) {
         return Ok(Vec::new());
     }
-    let Ok(old) = crate::server::kinds::ops::get_view(store, rt, namespace, name) else {
+    let Ok(old) = crate::server::kinds::view::get_view(store, rt, namespace, name) else {
         return Ok(Vec::new());
     };
     validating::run(store, &a, None, Some(&old))

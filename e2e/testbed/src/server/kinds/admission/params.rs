@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::matching::selector_matches;
-use crate::server::kinds::ops;
+use crate::server::kinds::view;
 use crate::server::storage::store::Store;
 
 /// The params to evaluate the policy with: `[None]` when the policy takes none, an empty list
@@ -45,7 +45,7 @@ pub fn collect(
         String::new()
     };
     let found: Vec<Option<Value>> = match pr["name"].as_str().filter(|n| !n.is_empty()) {
-        Some(name) => ops::get_view(store, &rt, &namespace, name)
+        Some(name) => view::get_view(store, &rt, &namespace, name)
             .ok()
             .map(Some)
             .into_iter()
@@ -55,7 +55,7 @@ pub fn collect(
             store
                 .list(&rt.table, ns, None)
                 .filter(|s| selector_matches(&pr["selector"], &s.labels))
-                .map(|s| Some(ops::to_view(&rt, s.value())))
+                .map(|s| Some(view::to_view(&rt, s.value())))
                 .collect()
         }
     };

@@ -6,17 +6,20 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::entries::{self, Entry};
-use super::updater::{self, ApplyError};
-use super::{reset_fields, set_entries, type_of, typed};
 use crate::server::api::error::{ApiError, ApiResult};
+use crate::server::api::managed_type::Type;
 use crate::server::api::meta;
 use crate::server::api::patch;
 use crate::server::api::resource::ResourceType;
+use crate::server::kinds::managed::entries::{self, Entry};
+use crate::server::kinds::managed::updater::{self, ApplyError};
+use crate::server::kinds::managed::{
+    self, FieldSet, LAST_APPLIED, Operation, Path, conflict_error, reset_fields, set_entries,
+    type_of, typed,
+};
 use crate::server::kinds::ops::{self, Outcome, WriteOpts};
 use crate::server::storage::store::Store;
 
-pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// The manager whose conflicts with kubectl's client-side apply are forgiven (as
 /// kube-apiserver does for users moving from client-side to server-side apply).
 const KUBECTL: &str = "kubectl";
@@ -85,7 +88,7 @@ pub fn serve(
         }
         Err(ApplyError::Conflicts(conflicts)) => {
             let forgiven = forgiven_conflicts(manager, live.as_ref(), ty);
-            let left: Vec<(Entry, super::Path)> = conflicts
+            let left: Vec<(Entry, Path)> = conflicts
                 .into_iter()
                 .filter(|(_, p)| !forgiven.contains(p))
                 .collect();
@@ -110,7 +113,8 @@ pub fn serve(
     {
         meta::metadata_mut(&mut obj)
             .entry("annotations")
-            .or_insert_with(|| json!({}))[LAST_APPLIED] = json!(super::last_applied_json(&config));
+            .or_insert_with(|| json!({}))[LAST_APPLIED] =
+            json!(managed::last_applied_json(&config));
     }
     let body_name = meta::name_of(&obj).to_string();
     if !body_name.is_empty() && body_name != req.name {
@@ -129,9 +133,9 @@ pub fn serve(
             obj,
             Some(l),
             opts,
-            super::Operation::Apply,
+            Operation::Apply,
         ),
-        None => ops::create(store, rt, req.namespace, obj, opts, super::Operation::Apply),
+        None => ops::create(store, rt, req.namespace, obj, opts, Operation::Apply),
     }
 }
 
@@ -160,56 +164,12 @@ fn missing_field_manager() -> ApiError {
 }
 
 /// Conflicts kubectl may override: fields its client-side apply annotation lists.
-fn forgiven_conflicts(manager: &str, live: Option<&Value>, ty: &super::Type) -> super::FieldSet {
+fn forgiven_conflicts(manager: &str, live: Option<&Value>, ty: &Type) -> FieldSet {
     if manager != KUBECTL {
-        return super::FieldSet::new();
+        return FieldSet::new();
     }
     live.and_then(|l| l["metadata"]["annotations"][LAST_APPLIED].as_str())
         .and_then(|s| serde_json::from_str::<Value>(s).ok())
         .map(|v| typed::to_field_set(&v, ty))
         .unwrap_or_default()
-}
-
-/// The 409 of an apply: one line per conflict, or the paths grouped by manager.
-pub fn conflict_error(mut conflicts: Vec<(Entry, super::Path)>) -> ApiError {
-    conflicts.sort_by(|(a, p), (b, q)| {
-        a.printed()
-            .cmp(&b.printed())
-            .then_with(|| super::fieldpath::iteration_order(p, q))
-    });
-    conflicts.dedup_by(|a, b| a.0.printed() == b.0.printed() && a.1 == b.1);
-    let causes: Vec<Value> = conflicts
-        .iter()
-        .map(|(e, p)| {
-            json!({
-                "reason": "FieldManagerConflict",
-                "message": format!("conflict with {}", e.printed()),
-                "field": super::fieldpath::display(p),
-            })
-        })
-        .collect();
-    let message = match conflicts.as_slice() {
-        [(e, p)] => format!(
-            "Apply failed with 1 conflict: conflict with {}: {}",
-            e.printed(),
-            super::fieldpath::display(p)
-        ),
-        many => {
-            let mut lines: Vec<String> = Vec::new();
-            let mut current = String::new();
-            for (e, p) in many {
-                if e.printed() != current {
-                    current = e.printed();
-                    lines.push(format!("conflicts with {current}:"));
-                }
-                lines.push(format!("- {}", super::fieldpath::display(p)));
-            }
-            format!(
-                "Apply failed with {} conflicts: {}",
-                many.len(),
-                lines.join("\n")
-            )
-        }
-    };
-    ApiError::new(409, "Conflict", message).with_details(json!({ "causes": causes }))
 }
