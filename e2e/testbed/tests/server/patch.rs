@@ -1,7 +1,7 @@
 //! Testbed: JSON patch, JSON merge patch, strategic merge patch for built-ins, and
 //! server-side apply with field managers (kube-rs `Patch::Apply`).
 
-use baton_e2e::harness::{code_of, fixtures, status_of};
+use crate::harness::{code_of, fixtures, status_of};
 use baton_testbed::server::TestCluster;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

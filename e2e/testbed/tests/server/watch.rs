@@ -166,7 +166,7 @@ async fn field_selectors_and_pagination() {
         .list(&ListParams::default().fields("data.v=0"))
         .await
         .unwrap_err();
-    assert_eq!(baton_e2e::harness::code_of(&err), Some(400));
+    assert_eq!(crate::harness::code_of(&err), Some(400));
     let sel = api
         .list(&ListParams::default().labels("i in (1,2),i notin (2)"))
         .await

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use baton_e2e::harness::{code_of, wait_until};
+use crate::harness::{code_of, wait_until};
 use baton_testbed::server::TestCluster;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -1,7 +1,7 @@
 //! Testbed: status subresource isolation, metadata.generation, resourceVersion conflicts,
 //! finalizers and deletionTimestamp, and schema admission of custom resources.
 
-use baton_e2e::harness::{code_of, fixtures, status_of};
+use crate::harness::{code_of, fixtures, status_of};
 use baton_testbed::server::TestCluster;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use baton_e2e::harness::{self, fixtures};
+use crate::harness::{self, fixtures};
 use baton_testbed::server::TestCluster;
 use kube::Resource;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};

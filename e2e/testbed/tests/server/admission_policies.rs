@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use baton_e2e::harness::{self, fixtures, status_of};
+use crate::harness::{self, fixtures, status_of};
 use baton_testbed::server::TestCluster;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
@@ -775,7 +775,7 @@ async fn chart_policies_keep_queued_jobs_suspended() {
     // The fixtures must stay what the chart ships.
     let template = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../charts/baton/templates/job-admission-policies.yaml"),
+            .join("../../charts/baton/templates/job-admission-policies.yaml"),
     )
     .expect("the chart's job admission policies");
     for expected in [

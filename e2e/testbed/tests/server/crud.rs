@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use baton_e2e::harness::fixtures;
+use crate::harness::fixtures;
 use baton_testbed::server::TestCluster;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
@@ -17,11 +17,11 @@ use kube::discovery::Discovery;
 use serde_json::json;
 
 fn status_code(e: &kube::Error) -> Option<u16> {
-    baton_e2e::harness::code_of(e)
+    crate::harness::code_of(e)
 }
 
 fn api_error(e: kube::Error) -> kube::core::Status {
-    baton_e2e::harness::status_of(&e)
+    crate::harness::status_of(&e)
         .cloned()
         .unwrap_or_else(|| panic!("expected an API error, got {e:?}"))
 }
@@ -488,7 +488,7 @@ async fn tables_openapi_and_strict_field_validation_over_raw_http() {
     .body(serde_json::to_vec(&bad).unwrap())
     .unwrap();
     let err = client.request_text(req).await.unwrap_err();
-    let s = baton_e2e::harness::status_of(&err).unwrap();
+    let s = crate::harness::status_of(&err).unwrap();
     assert_eq!(s.code, 400);
     assert!(
         s.message
@@ -706,7 +706,7 @@ async fn builtin_objects_are_decoded_through_their_types() {
         ))
         .await
         .unwrap_err();
-    let s = baton_e2e::harness::status_of(&err).unwrap();
+    let s = crate::harness::status_of(&err).unwrap();
     assert_eq!(s.code, 400);
     assert_eq!(
         s.message,
@@ -720,7 +720,7 @@ async fn builtin_objects_are_decoded_through_their_types() {
         ))
         .await
         .unwrap_err();
-    let s = baton_e2e::harness::status_of(&err).unwrap();
+    let s = crate::harness::status_of(&err).unwrap();
     assert_eq!(s.code, 400);
     assert!(
         s.message
