@@ -59,7 +59,7 @@ pub fn namespace_object(namespace: &Value) -> Value {
 mod tests {
     use super::*;
     use crate::server::api::builtin_types::builtin_types;
-    use crate::server::http::auth::UserInfo;
+    use crate::server::api::user::UserInfo;
     use crate::server::kinds::admission::Operation;
 
     #[test]

@@ -458,8 +458,8 @@ mod tests {
         assert_eq!(m(""), ["Required value"]);
     }
 
-    const JOB_CONTROLLER_NAME_FOR_TESTS: &str =
-        crate::server::controllers::jobs::JOB_CONTROLLER_NAME;
+    /// The job controller's field manager name (`controllers::jobs::JOB_CONTROLLER_NAME`).
+    const JOB_CONTROLLER_NAME_FOR_TESTS: &str = "kubernetes.io/job-controller";
 
     #[test]
     fn managed_by_completions_and_selector_are_immutable() {
