@@ -8,7 +8,7 @@
 //!   table of built-in kinds and the registry, selectors, patch algorithms, the users
 //!   requests run as, the cluster's CA.
 //! - `storage`: the object store (resourceVersion, history, the change feed watches read)
-//!   and the [`Hooks`](storage::store::Hooks) through which the write path reaches the
+//!   and the `Hooks` through which the write path reaches the
 //!   controllers without depending on them.
 //! - `kinds`: the write path (`ops`, `deletion`, `apply`, `view`) and what is particular to
 //!   each kind — validation and defaulting, admission policies, CRDs, events, field
@@ -150,7 +150,7 @@ impl TestCluster {
     }
 
     /// The same server over TLS (same port), for clients that send credentials: kubectl
-    /// sends bearer tokens only to `https://` servers. Trust [`tls::CA_PEM`].
+    /// sends bearer tokens only to `https://` servers. Trust the CA in its kubeconfigs.
     pub fn https_url(&self) -> String {
         format!("https://{}", self.addr)
     }

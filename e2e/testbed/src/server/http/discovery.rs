@@ -1,4 +1,4 @@
-//! Discovery documents: /version, /api, /apis, /apis/<group>, and resource lists.
+//! Discovery documents: `/version`, `/api`, `/apis`, `/apis/<group>`, and resource lists.
 
 use serde_json::{Value, json};
 
