@@ -13,7 +13,7 @@ use baton_crds::constants::{MULTIKUEUE_GATE, MULTIKUEUE_ORIGIN_LABEL, condition}
 use baton_crds::gates::gate_state;
 use baton_crds::workload::{GateState, Workload};
 use baton_testbed::server::TestCluster;
-use baton_testbed::server::store::{Change, ChangeKind};
+use baton_testbed::server::{Change, ChangeKind};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 
@@ -189,7 +189,7 @@ pub fn spawn(
     testbed: &TestCluster,
     scope: Scope,
 ) -> JoinHandle<()> {
-    let mut feed = testbed.state().store().subscribe();
+    let mut feed = testbed.subscribe();
     tokio::spawn(async move {
         loop {
             match feed.recv().await {

@@ -200,7 +200,7 @@ impl Env {
 
     /// Creates a namespace with a unique name on every cluster; removed on cleanup.
     pub async fn namespace(&self, prefix: &str) -> Result<String, EnvError> {
-        let name = baton_testbed::server::meta::generate_name(&format!("{prefix}-"));
+        let name = baton_testbed::server::generate_name(&format!("{prefix}-"));
         for (i, c) in self.clusters.iter().enumerate() {
             let api: Api<Namespace> = Api::all(c.client.clone());
             let mut ns = Namespace::default();

@@ -3,7 +3,6 @@
 //! conditions.
 
 pub mod env;
-pub mod fixtures;
 pub mod sandbox;
 pub mod service_account;
 

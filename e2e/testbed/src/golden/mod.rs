@@ -6,14 +6,14 @@
 //! values become numbered placeholders), and compare with the recording. Everything but the
 //! HTTP driver (`replay`) is pure and unit-tested.
 
-pub mod case;
-pub mod compare;
-pub mod normalise;
-pub mod predicate;
-pub mod projection;
-pub mod python_json;
-pub mod replay;
-pub mod substitute;
+pub(crate) mod case;
+pub(crate) mod compare;
+pub(crate) mod normalise;
+pub(crate) mod predicate;
+pub(crate) mod projection;
+pub(crate) mod python_json;
+pub(crate) mod replay;
+pub(crate) mod substitute;
 
 pub use case::{Case, Index, IndexEntry, load_case, load_index};
 pub use replay::{CaseOutcome, Replayer};

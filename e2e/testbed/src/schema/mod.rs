@@ -8,16 +8,17 @@ mod crd_spec;
 mod defaults;
 mod field_path;
 mod metadata_rules;
-pub mod object_meta;
+pub(crate) mod object_meta;
 mod schema_rules;
 mod structural;
 mod validate;
 
-pub use crd_spec::{
-    default_crd, initial_status, storage_version, validate_crd, validate_create,
-    validate_status_update, validate_update,
+pub use crd_spec::validate_crd;
+pub(crate) use crd_spec::{
+    default_crd, initial_status, storage_version, validate_create, validate_status_update,
+    validate_update,
 };
-pub use metadata_rules::validate_metadata_names;
-pub use structural::STRUCTURAL_MEMBERS;
+pub(crate) use metadata_rules::validate_metadata_names;
+pub(crate) use structural::STRUCTURAL_MEMBERS;
 pub(crate) use validate::CEL_RESERVED_WORDS;
-pub use validate::{FieldError, FieldErrorKind, SchemaValidator, apply_defaults, prune, validate};
+pub use validate::{FieldError, FieldErrorKind, SchemaValidator};

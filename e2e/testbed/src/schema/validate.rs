@@ -164,22 +164,6 @@ impl SchemaValidator {
     }
 }
 
-/// Removes fields the schema does not know (unless preserved), in place.
-pub fn prune(object: &mut Value, schema: &Value) {
-    prune_node(object, schema, true);
-}
-
-/// Fills schema defaults for absent fields, in place.
-pub fn apply_defaults(object: &mut Value, schema: &Value) {
-    defaults::default_node(object, schema);
-}
-
-/// Validates an object (after pruning and defaulting) against the schema, including CEL rules.
-/// Compiles the schema on every call: keep a [`SchemaValidator`] where speed matters.
-pub fn validate(object: &Value, old: Option<&Value>, schema: &Value) -> Vec<FieldError> {
-    SchemaValidator::new(schema).validate(object, old)
-}
-
 /// Whether any node of the schema has `x-kubernetes-validations` rules.
 fn has_rules(schema: &Value) -> bool {
     match schema {
@@ -249,7 +233,7 @@ mod tests {
     #[test]
     fn defaults_fill_absent_fields_including_a_defaulted_parent() {
         let mut object = json!({"apiVersion": "x/v1"});
-        apply_defaults(&mut object, &schema());
+        SchemaValidator::new(&schema()).apply_defaults(&mut object);
         assert_eq!(object["spec"], json!({"count": 1, "mode": "A"}));
     }
 
@@ -361,11 +345,8 @@ mod tests {
     fn int32_overflow_is_a_composite_error() {
         let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
             "replicas": {"type": "integer", "format": "int32"}}}}});
-        let errors = validate(
-            &json!({"spec": {"replicas": 3_000_000_000_i64}}),
-            None,
-            &schema,
-        );
+        let errors = SchemaValidator::new(&schema)
+            .validate(&json!({"spec": {"replicas": 3_000_000_000_i64}}), None);
         assert_eq!(errors.len(), 1);
         assert_eq!(
             errors[0].to_string(),

@@ -1,61 +1,34 @@
 //! The testbed API server: a Kubernetes-API-compatible, in-memory control plane serving one
 //! independent cluster per [`TestCluster`] on 127.0.0.1 (DESIGN.md §5).
 //!
-//! One file per job: `store` (objects, resourceVersion, history), `ops` (create/update/delete
-//! semantics), `watch`, `list`, `selector`, `patch`, `managed` (field ownership and
-//! server-side apply), `validation`, `apps` and `crd` (admission), `discovery`, `openapi`,
-//! `table` and `table_cells`, `events` (the two event groups), `faults`, `kubeconfig`,
-//! `handlers` (HTTP routing), `tls` (the HTTPS side of each port), `auth` (who a request
-//! is: tokens, impersonation), `rbac` (what they may do), `reviews` (SelfSubjectAccessReview
-//! and friends), `controllers` (token Secrets and aggregated ClusterRoles, after each commit).
+//! It is built in layers; a module uses only modules of its own layer or of the layers
+//! listed before it, and no two modules use each other, directly or through others:
+//!
+//! - `api`: what every layer speaks — errors, object metadata helpers, resource types, the
+//!   table of built-in kinds and the registry, selectors, patch algorithms, the users
+//!   requests run as, the cluster's CA.
+//! - `storage`: the object store (resourceVersion, history, the change feed watches read)
+//!   and the `Hooks` through which the write path reaches the
+//!   controllers without depending on them.
+//! - `kinds`: the write path (`ops`, `deletion`, `apply`, `view`) and what is particular to
+//!   each kind — validation and defaulting, admission policies, CRDs, events, field
+//!   ownership (`managed`), Jobs and Pods, the scale subresource.
+//! - `controllers`: what kube-controller-manager and kube-apiserver's own controllers do,
+//!   run from the store's hooks (token Secrets, ClusterRole aggregation, CRD conditions,
+//!   namespace conditions, garbage collection) or as a task (the job controller and
+//!   kubelet model).
+//! - `http`: routing and handlers, content negotiation and protobuf, discovery, OpenAPI,
+//!   tables, list and watch, authentication and RBAC, TLS, kubeconfigs, the request-level
+//!   models (faults, cost, request counts), and `ClusterState`, which holds a cluster.
+//!
+//! This module wires them (`ClusterState` installs the controllers' hooks in its store)
+//! and is the crate's API: [`TestCluster`] and the few types its users name.
 
-pub mod admission;
-pub mod apps;
-pub mod auth;
-pub mod builtin;
-pub mod cluster;
-pub mod continue_token;
-pub mod controllers;
-pub mod cost;
-pub mod crd;
-pub mod decode;
-pub mod deletion;
-pub mod discovery;
-pub mod error;
-pub mod events;
-pub mod faults;
-pub mod gc;
-pub mod go_json;
-pub mod handlers;
-pub mod jobs;
-pub mod kubeconfig;
-pub mod label_parser;
-pub mod list;
-pub mod list_options;
-pub mod managed;
-pub mod meta;
-pub mod namespaces;
-pub mod negotiate;
-pub mod openapi;
-pub mod openapi_crd;
-pub mod openapi_params;
-pub mod ops;
-pub mod patch;
-pub mod protobuf;
-pub mod rbac;
-pub mod request_counts;
-pub mod resource;
-pub mod reviews;
-pub mod scale;
-pub mod secrets;
-pub mod selector;
-pub mod store;
-pub mod table;
-pub mod table_cells;
-pub mod table_columns;
-pub mod tls;
-pub mod validation;
-pub mod watch;
+mod api;
+mod controllers;
+mod http;
+mod kinds;
+mod storage;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -69,9 +42,28 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{Mutex, watch as tokio_watch};
 use tokio::task::JoinHandle;
 
-pub use cluster::{ClusterOptions, ClusterState};
-pub use error::ApiError;
-pub use faults::Faults;
+use api::meta;
+use controllers::jobs;
+use http::cluster::ClusterState;
+use http::{handlers, kubeconfig, tls};
+use kinds::{managed, ops};
+
+pub use api::error::ApiError;
+pub use api::meta::{generate_name, now_time};
+pub use controllers::jobs::RUN_SECONDS_ANNOTATION;
+pub use http::cluster::ClusterOptions;
+pub use http::faults::Faults;
+pub use storage::store::{Change, ChangeKind, Stored};
+
+/// The API-server cost model of a cluster ([`TestCluster::cost`]).
+pub mod cost {
+    pub use super::http::cost::{Budget, Cost, CostClass, CostProfile, Service};
+}
+
+/// Requests a cluster served, by kind ([`TestCluster::request_counts`]).
+pub mod request_counts {
+    pub use super::http::request_counts::{RequestCounts, RequestKind, difference};
+}
 
 /// Errors starting or controlling a testbed cluster.
 #[derive(Debug, thiserror::Error)]
@@ -158,7 +150,7 @@ impl TestCluster {
     }
 
     /// The same server over TLS (same port), for clients that send credentials: kubectl
-    /// sends bearer tokens only to `https://` servers. Trust [`tls::CA_PEM`].
+    /// sends bearer tokens only to `https://` servers. Trust the CA in its kubeconfigs.
     pub fn https_url(&self) -> String {
         format!("https://{}", self.addr)
     }
@@ -169,8 +161,9 @@ impl TestCluster {
         kubeconfig::render_token(self.name(), &self.https_url(), token, namespace)
     }
 
-    pub fn state(&self) -> &Arc<ClusterState> {
-        &self.state
+    /// Every change committed from now on, in order (the feed watches are served from).
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Arc<Change>> {
+        self.state.store().subscribe()
     }
 
     pub fn faults(&self) -> &Faults {

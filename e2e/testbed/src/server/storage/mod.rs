@@ -1,0 +1,3 @@
+//! Storage: objects by table, resourceVersion and history, and the change feed.
+
+pub(crate) mod store;
