@@ -23,7 +23,8 @@ use crate::manager::plan::replica::{REDISPATCH_ANNOTATION, in_sync, redispatch_s
 use crate::manager::plan::routing::Route;
 
 pub use baton_core::lifecycle::{
-    FinalizerAction, GateOpening, LifecycleConfig, Removal, RemovalCause,
+    ClusterState, ClusterView, FinalizerAction, GateOpening, LastKnown, LifecycleConfig, Removal,
+    RemovalCause,
 };
 
 /// The finalizer that keeps a manager Workload until its replicas are gone.
@@ -32,33 +33,6 @@ pub const FINALIZER: &str = "kueue.x-k8s.io/baton-multikueue";
 /// Conditions copied from the winning replica to the manager's Workload. Its quota
 /// reservation and `Admitted` are the manager's own (manager-side quota).
 const MIRRORED_CONDITIONS: &[&str] = &[condition::POD_READY, condition::FINISHED];
-
-/// A worker cluster named by the route, as the manager sees it now.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ClusterView {
-    pub name: String,
-    pub state: ClusterState,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum ClusterState {
-    /// Connected; its replicas are known.
-    Active,
-    /// Not reachable since this time; its replicas are known only as last seen.
-    Unreachable {
-        since: DateTime<Utc>,
-        last_known: LastKnown,
-    },
-}
-
-/// What the manager last saw of a workload's replica on a cluster it cannot reach now.
-#[derive(Clone, Debug, PartialEq)]
-pub enum LastKnown {
-    /// Seen before the connection was lost (`None`: there was no replica).
-    Seen(Option<Box<Workload>>),
-    /// Not observed since this manager started: its gate may be open, as far as we know.
-    NeverSeen,
-}
 
 /// Everything the plan reads.
 pub struct Observation<'a> {
@@ -122,7 +96,6 @@ impl Plan {
 /// Plans the next step for one manager Workload.
 pub fn plan(obs: &Observation<'_>, config: &LifecycleConfig) -> Plan {
     let workload = workload_view(obs);
-    let clusters: Vec<core::ClusterView> = obs.clusters.iter().map(cluster_view).collect();
     let replicas: Vec<ReplicaState> = obs
         .replicas
         .iter()
@@ -133,7 +106,7 @@ pub fn plan(obs: &Observation<'_>, config: &LifecycleConfig) -> Plan {
         &core::Observation {
             workload: &workload,
             route,
-            clusters: &clusters,
+            clusters: obs.clusters,
             replicas: &replicas,
             now: obs.now,
         },
@@ -207,26 +180,6 @@ fn replica_state(manager: &Workload, cluster: &str, replica: &Workload) -> Repli
             .filter(|c| c.status == "True")
             .map(|c| c.reason.clone()),
         quota_reserved: is_true(conditions, condition::QUOTA_RESERVED),
-    }
-}
-
-fn cluster_view(cluster: &ClusterView) -> core::ClusterView {
-    let state = match &cluster.state {
-        ClusterState::Active => core::ClusterState::Active,
-        ClusterState::Unreachable { since, last_known } => core::ClusterState::Unreachable {
-            since: *since,
-            last_known: match last_known {
-                LastKnown::Seen(seen) => core::LastKnown::Seen(
-                    seen.as_deref()
-                        .map(|replica| ungate::view_of(&cluster.name, replica)),
-                ),
-                LastKnown::NeverSeen => core::LastKnown::NeverSeen,
-            },
-        },
-    };
-    core::ClusterView {
-        name: cluster.name.clone(),
-        state,
     }
 }
 

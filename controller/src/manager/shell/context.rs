@@ -12,6 +12,8 @@ use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 
+use baton_core::ungate;
+
 use crate::config::Configuration;
 use crate::manager::plan::gate_clock;
 use crate::manager::plan::lifecycle::{ClusterState, ClusterView, LastKnown, LifecycleConfig};
@@ -258,7 +260,7 @@ impl Context {
                             store
                                 .get(&key)
                                 .filter(|r| is_ours(r, &self.config.origin))
-                                .map(|r| Box::new((*r).clone())),
+                                .map(|r| ungate::view_of(&name, &r)),
                         ),
                         None => LastKnown::NeverSeen,
                     };

@@ -597,14 +597,14 @@ fn a_lost_cluster_keeps_its_last_known_gate_but_cannot_be_opened() {
         name: "w1".into(),
         state: ClusterState::Unreachable {
             since: t(60),
-            last_known: LastKnown::Seen(Some(Box::new(held))),
+            last_known: LastKnown::Seen(Some(ungate::view_of("w1", &held))),
         },
     });
     clusters.push(ClusterView {
         name: "w3".into(),
         state: ClusterState::Unreachable {
             since: t(60),
-            last_known: LastKnown::Seen(Some(Box::new(waiting_lost))),
+            last_known: LastKnown::Seen(Some(ungate::view_of("w3", &waiting_lost))),
         },
     });
     let replicas = BTreeMap::from([("w2".to_string(), signalling(replica(0), 2))]);
@@ -664,7 +664,7 @@ fn least_disruption_collects_then_opens_the_cheapest_and_waits_for_new_replicas(
         name: "w3".into(),
         state: ClusterState::Unreachable {
             since: t(5),
-            last_known: LastKnown::Seen(Some(Box::new(replica(0)))),
+            last_known: LastKnown::Seen(Some(ungate::view_of("w3", &replica(0)))),
         },
     });
     let plan = run_with(&wl, &clusters, &without_w3, 11, &config);

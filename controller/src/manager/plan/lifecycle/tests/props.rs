@@ -99,8 +99,13 @@ impl World {
             if let ClusterState::Unreachable { since, last_known } = &cluster.state {
                 match last_known {
                     LastKnown::NeverSeen => open.push((cluster.name.clone(), *since)),
-                    LastKnown::Seen(Some(r)) => {
-                        open.extend(open_since(r).map(|at| (cluster.name.clone(), at)));
+                    LastKnown::Seen(Some(view)) => {
+                        let open_at = view
+                            .gate
+                            .as_ref()
+                            .filter(|g| g.state == GateState::Open)
+                            .map(|g| g.since.unwrap_or(DateTime::<Utc>::MIN_UTC));
+                        open.extend(open_at.map(|at| (cluster.name.clone(), at)));
                     }
                     LastKnown::Seen(None) => {}
                 }

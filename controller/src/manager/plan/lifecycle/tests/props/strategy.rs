@@ -185,7 +185,8 @@ fn cluster_state() -> impl Strategy<Value = Option<(ClusterState, Option<Workloa
         when(),
         prop_oneof![
             2 => Just(None),
-            3 => replica_in_any_state().prop_map(|r| Some(LastKnown::Seen(Some(Box::new(r))))),
+            3 => replica_in_any_state()
+                .prop_map(|r| Some(LastKnown::Seen(Some(ungate::view_of("down", &r))))),
             1 => Just(Some(LastKnown::Seen(None))),
         ],
     )
