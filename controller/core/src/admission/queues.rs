@@ -94,38 +94,69 @@ impl Capacity {
 struct SetAside {
     queue: String,
     fingerprint: u64,
+    /// Brought back by a capacity change: it takes part again. The entry stays (so that
+    /// setting it aside again allocates nothing) until it is activated or forgotten.
+    returned: bool,
 }
 
 /// Workloads set aside, keyed by `namespace/name`. Looked up for every pending workload in
-/// every cycle, hence the fast hasher.
+/// every cycle, hence the fast hasher; entries are reused across cycles.
 #[derive(Clone, Debug, Default)]
 pub struct QueueState {
     set_aside: HashMap<String, SetAside, foldhash::fast::FixedState>,
+}
+
+/// What the set-aside state says of one pending workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Standing {
+    /// Not known (never set aside, or activated since).
+    Unknown,
+    /// Known; it takes part unless its fingerprint is still this one.
+    Aside(u64),
+    /// Known, and brought back by a capacity change.
+    Returned,
 }
 
 impl QueueState {
     /// Whether a pending workload takes part in the next cycle. `fingerprint` captures what
     /// of the workload could make it admissible (its gates, its spec), hashed.
     pub fn is_active(&self, key: &str, fingerprint: u64) -> bool {
-        self.set_aside
-            .get(key)
-            .is_none_or(|s| s.fingerprint != fingerprint)
+        match self.standing(key) {
+            Standing::Aside(fp) => fp != fingerprint,
+            Standing::Unknown | Standing::Returned => true,
+        }
     }
 
-    /// The fingerprint a set-aside workload was set aside with.
-    pub fn fingerprint_of(&self, key: &str) -> Option<u64> {
-        self.set_aside.get(key).map(|s| s.fingerprint)
+    /// One lookup: what is known of `key`.
+    pub fn standing(&self, key: &str) -> Standing {
+        match self.set_aside.get(key) {
+            None => Standing::Unknown,
+            Some(s) if s.returned => Standing::Returned,
+            Some(s) => Standing::Aside(s.fingerprint),
+        }
     }
 
     /// Sets a workload aside after a cycle could not admit it.
     pub fn set_aside(&mut self, key: &str, queue: &str, fingerprint: u64) {
-        self.set_aside.insert(
-            key.to_string(),
-            SetAside {
-                queue: queue.to_string(),
-                fingerprint,
-            },
-        );
+        match self.set_aside.get_mut(key) {
+            Some(s) => {
+                if s.queue != queue {
+                    s.queue = queue.to_string();
+                }
+                s.fingerprint = fingerprint;
+                s.returned = false;
+            }
+            None => {
+                self.set_aside.insert(
+                    key.to_string(),
+                    SetAside {
+                        queue: queue.to_string(),
+                        fingerprint,
+                        returned: false,
+                    },
+                );
+            }
+        }
     }
 
     /// Brings a workload back (it was admitted, deleted or moved).
@@ -135,9 +166,19 @@ impl QueueState {
 
     /// Brings back every workload of a queue whose capacity grew; returns how many.
     pub fn requeue(&mut self, grown: &BTreeSet<String>) -> usize {
-        let before = self.set_aside.len();
-        self.set_aside.retain(|_, s| !grown.contains(&s.queue));
-        before - self.set_aside.len()
+        let mut count = 0;
+        for s in self.set_aside.values_mut() {
+            if !s.returned && grown.contains(&s.queue) {
+                s.returned = true;
+                count += 1;
+            }
+        }
+        count
+    }
+
+    /// Brings back every workload.
+    pub fn requeue_all(&mut self) {
+        self.set_aside.values_mut().for_each(|s| s.returned = true);
     }
 
     /// Forgets workloads that are no longer pending.
@@ -148,17 +189,23 @@ impl QueueState {
     /// Set-aside counts per queue (the `inadmissible` pending metric).
     pub fn counts(&self) -> BTreeMap<String, usize> {
         let mut counts = BTreeMap::new();
-        for s in self.set_aside.values() {
+        for s in self.set_aside.values().filter(|s| !s.returned) {
             *counts.entry(s.queue.clone()).or_insert(0) += 1;
         }
         counts
     }
 
+    /// Workloads set aside now.
     pub fn len(&self) -> usize {
-        self.set_aside.len()
+        self.set_aside.values().filter(|s| !s.returned).count()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.set_aside.is_empty()
+        self.len() == 0
+    }
+
+    /// Entries kept, returned ones included.
+    pub fn entries(&self) -> usize {
+        self.set_aside.len()
     }
 }

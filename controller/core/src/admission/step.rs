@@ -26,7 +26,7 @@ use chrono::{DateTime, Utc};
 use super::cycle::{Draft, DraftOutcome, schedule_drafts};
 use super::model::{PendingModel, Snapshot};
 use super::preempt::PreemptReason;
-use super::queues::{Capacity, QueueState};
+use super::queues::{Capacity, QueueState, Standing};
 
 /// What the admission loop remembers between cycles (see the module's doc).
 #[derive(Clone, Debug, Default)]
@@ -99,7 +99,7 @@ impl LoopMemory {
             Some(previous) => {
                 self.set_aside.requeue(&capacity.grown_since(previous));
             }
-            None => self.set_aside.retain(|_| false),
+            None => self.set_aside.requeue_all(),
         }
         // One pass over the pending workloads: which take part, and whether every set-aside
         // and in-flight entry still belongs to a pending workload (a cycle must stay linear
@@ -108,12 +108,16 @@ impl LoopMemory {
         let mut takes_part = Vec::with_capacity(pending.len());
         for p in &pending {
             let key = p.workload.key.as_str();
-            let active = match self.set_aside.fingerprint_of(key) {
-                Some(fp) => {
+            let active = match self.set_aside.standing(key) {
+                Standing::Unknown => true,
+                Standing::Returned => {
+                    aside_pending += 1;
+                    true
+                }
+                Standing::Aside(fp) => {
                     aside_pending += 1;
                     fp != fingerprint(p)
                 }
-                None => true,
             };
             if !self.in_flight.is_empty() && self.in_flight.contains_key(key) {
                 flight_pending += 1;
