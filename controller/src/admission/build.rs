@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use baton_crds::cluster_queue::ResourceQuota;
 use baton_crds::cluster_queue::StopPolicy;
 use baton_crds::conditions::{condition_transition_time, is_condition_true};
 use baton_crds::constants::condition;
@@ -19,11 +20,13 @@ use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::ResourceExt;
 
 use baton_core::admission::model::{
-    AdmittedModel, FlavorModel, GroupModel, PendingModel, PodSetModel, QueueModel, QueueProblem,
-    Snapshot, WorkloadModel,
+    AdmittedInput, AdmittedModel, FlavorModel, GroupModel, LimitInput, PendingModel, PodSetModel,
+    QueueModel, QueueProblem, Snapshot, WorkloadModel,
 };
 use baton_core::admission::quota::Limits;
 use baton_core::victims::{self, AnnotationProblem, Budget, VictimPolicy};
@@ -95,7 +98,57 @@ impl PriorityClasses for Classes<'_> {
 /// Builds the snapshot. A pending preemptor's `victims_in_flight` are those whose `Evicted`
 /// condition names it and that still hold quota; the loop's step adds the ones it remembers.
 pub fn build(objects: &Objects<'_>) -> Built {
-    let classes = Classes {
+    let classes = classes(objects);
+    let (policies, class_problems) = class_policies(&classes);
+    let flavors = flavor_models(objects);
+    let queues = queue_models(objects, &flavors);
+    let mut sorted = Sorted::default();
+    let context = PlaceContext {
+        classes: &classes,
+        policies: &policies,
+        queues: &queues,
+        local_queues: objects
+            .local_queues
+            .iter()
+            .map(|lq| {
+                (
+                    (lq.namespace().unwrap_or_default(), lq.name_any()),
+                    lq.spec.cluster_queue.clone(),
+                )
+            })
+            .collect(),
+        namespace_labels: objects
+            .namespaces
+            .iter()
+            .map(|n| (n.name_any(), n.labels()))
+            .collect(),
+    };
+    for wl in objects.workloads {
+        sorted.place(wl, &context);
+    }
+    let Sorted {
+        admitted,
+        admitted_keys,
+        evicting_for,
+        mut pending,
+        problems,
+        fingerprints,
+    } = sorted;
+    let QueueTable { models, limits, .. } = queues;
+    let snapshot = Snapshot::new(models, flavors, limits, admitted, budget_models(objects));
+    link_preemptors(&mut pending, &evicting_for);
+    Built {
+        snapshot,
+        pending,
+        fingerprints,
+        problems,
+        class_problems,
+        admitted_keys,
+    }
+}
+
+fn classes<'a>(objects: &Objects<'a>) -> Classes<'a> {
+    Classes {
         workload: objects
             .workload_classes
             .iter()
@@ -116,7 +169,15 @@ pub fn build(objects: &Objects<'_>) -> Built {
                 )
             })
             .collect(),
-    };
+    }
+}
+
+/// The victim-side policy of every priority class, by (is a pod class, name), and the
+/// malformed annotations found on the way.
+#[allow(clippy::type_complexity)]
+fn class_policies(
+    classes: &Classes<'_>,
+) -> (HashMap<(bool, String), VictimPolicy>, Vec<ClassProblem>) {
     let mut class_problems = Vec::new();
     let mut policies: HashMap<(bool, String), VictimPolicy> = HashMap::new();
     for (kind, is_pod, map) in [
@@ -135,8 +196,11 @@ pub fn build(objects: &Objects<'_>) -> Built {
             policies.insert((is_pod, name.to_string()), policy);
         }
     }
+    (policies, class_problems)
+}
 
-    let flavors: HashMap<String, FlavorModel> = objects
+fn flavor_models(objects: &Objects<'_>) -> HashMap<String, FlavorModel> {
+    objects
         .flavors
         .iter()
         .map(|f| {
@@ -148,239 +212,253 @@ pub fn build(objects: &Objects<'_>) -> Built {
                 },
             )
         })
-        .collect();
+        .collect()
+}
 
-    let mut queues = Vec::new();
-    let mut limits = Vec::new();
-    let mut queue_index: HashMap<String, usize> = HashMap::new();
-    let mut selectors = Vec::new();
+/// The ClusterQueues as the core models them, in name order, with their quotas.
+#[derive(Default)]
+struct QueueTable {
+    models: Vec<QueueModel>,
+    limits: Vec<LimitInput>,
+    index: HashMap<String, usize>,
+    selectors: Vec<Option<LabelSelector>>,
+}
+
+fn queue_models(objects: &Objects<'_>, flavors: &HashMap<String, FlavorModel>) -> QueueTable {
+    let mut table = QueueTable::default();
     let mut sorted_cqs: Vec<&ClusterQueue> =
         objects.cluster_queues.iter().map(|c| c.as_ref()).collect();
     sorted_cqs.sort_by_key(|c| c.name_any());
     for cq in sorted_cqs {
-        let index = queues.len();
+        let index = table.models.len();
         let name = cq.name_any();
-        let mut inactive = match cq.spec.stop_policy {
-            StopPolicy::None => None,
-            other => Some(QueueProblem {
-                reason: "Stopped",
-                message: format!("stopPolicy is {other:?}"),
-            }),
-        };
-        let mut missing = Vec::new();
-        let mut groups = Vec::new();
-        for (g, group) in cq.spec.resource_groups.iter().enumerate() {
-            for (f, flavor) in group.flavors.iter().enumerate() {
-                if !flavors.contains_key(&flavor.name) {
-                    missing.push(flavor.name.clone());
-                }
-                for (r, quota) in flavor.resources.iter().enumerate() {
-                    let path = format!("spec.resourceGroups[{g}].flavors[{f}].resources[{r}]");
-                    let parsed = (|| -> Result<Limits, String> {
-                        // Kueue's webhook refuses negative quotas; Baton has none, so the
-                        // queue says where the bad one is instead of counting it.
-                        let parse = |field: &str, q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity| {
-                            match parse_milli(q) {
-                                Ok(milli) if milli < 0 => Err(format!(
-                                    "{path}.{field}: {:?} must be greater than or equal to 0",
-                                    q.0
-                                )),
-                                Ok(milli) => Ok(milli),
-                                Err(e) => Err(format!("{path}.{field}: {e}")),
-                            }
-                        };
-                        Ok(Limits {
-                            nominal: parse("nominalQuota", &quota.nominal_quota)?,
-                            borrowing_limit: quota
-                                .borrowing_limit
-                                .as_ref()
-                                .map(|q| parse("borrowingLimit", q))
-                                .transpose()?,
-                            lending_limit: quota
-                                .lending_limit
-                                .as_ref()
-                                .map(|q| parse("lendingLimit", q))
-                                .transpose()?,
+        let model = queue_model(cq, index, flavors, &mut table.limits);
+        table.index.insert(name, index);
+        table.selectors.push(cq.spec.namespace_selector.clone());
+        table.models.push(model);
+    }
+    table
+}
+
+/// One ClusterQueue; its quotas go to `limits`. A stopped queue, a bad quota or a missing
+/// flavor makes it inactive, saying why.
+fn queue_model(
+    cq: &ClusterQueue,
+    index: usize,
+    flavors: &HashMap<String, FlavorModel>,
+    limits: &mut Vec<LimitInput>,
+) -> QueueModel {
+    let mut inactive = match cq.spec.stop_policy {
+        StopPolicy::None => None,
+        other => Some(QueueProblem {
+            reason: "Stopped",
+            message: format!("stopPolicy is {other:?}"),
+        }),
+    };
+    let mut missing = Vec::new();
+    let mut groups = Vec::new();
+    for (g, group) in cq.spec.resource_groups.iter().enumerate() {
+        for (f, flavor) in group.flavors.iter().enumerate() {
+            if !flavors.contains_key(&flavor.name) {
+                missing.push(flavor.name.clone());
+            }
+            for (r, quota) in flavor.resources.iter().enumerate() {
+                let path = format!("spec.resourceGroups[{g}].flavors[{f}].resources[{r}]");
+                match quota_limits(&path, quota) {
+                    Ok(l) => limits.push((index, flavor.name.clone(), quota.name.clone(), l)),
+                    Err(message) => {
+                        inactive = Some(QueueProblem {
+                            reason: "InvalidQuota",
+                            message,
                         })
-                    })();
-                    match parsed {
-                        Ok(l) => limits.push((index, flavor.name.clone(), quota.name.clone(), l)),
-                        Err(message) => {
-                            inactive = Some(QueueProblem {
-                                reason: "InvalidQuota",
-                                message,
-                            })
-                        }
                     }
                 }
             }
-            groups.push(GroupModel {
-                covered: group.covered_resources.clone(),
-                flavors: group.flavors.iter().map(|f| f.name.clone()).collect(),
-            });
         }
-        if !missing.is_empty() && inactive.is_none() {
-            inactive = Some(QueueProblem {
-                reason: "FlavorNotFound",
-                message: format!(
-                    "references missing ResourceFlavor(s): {}",
-                    missing.join(", ")
-                ),
-            });
-        }
-        queue_index.insert(name.clone(), index);
-        selectors.push(cq.spec.namespace_selector.clone());
-        queues.push(QueueModel {
-            name,
-            cohort: cq.spec.cohort_name.clone(),
-            strategy: cq.spec.queueing_strategy,
-            groups,
-            fungibility: cq.spec.flavor_fungibility.clone(),
-            preemption: cq.spec.preemption.clone(),
-            inactive,
+        groups.push(GroupModel {
+            covered: group.covered_resources.clone(),
+            flavors: group.flavors.iter().map(|f| f.name.clone()).collect(),
         });
     }
+    if !missing.is_empty() && inactive.is_none() {
+        inactive = Some(QueueProblem {
+            reason: "FlavorNotFound",
+            message: format!(
+                "references missing ResourceFlavor(s): {}",
+                missing.join(", ")
+            ),
+        });
+    }
+    QueueModel {
+        name: cq.name_any(),
+        cohort: cq.spec.cohort_name.clone(),
+        strategy: cq.spec.queueing_strategy,
+        groups,
+        fungibility: cq.spec.flavor_fungibility.clone(),
+        preemption: cq.spec.preemption.clone(),
+        inactive,
+    }
+}
 
-    let local_queues: HashMap<(String, String), Option<String>> = objects
-        .local_queues
-        .iter()
-        .map(|lq| {
-            (
-                (lq.namespace().unwrap_or_default(), lq.name_any()),
-                lq.spec.cluster_queue.clone(),
-            )
-        })
-        .collect();
-    let namespace_labels: HashMap<String, &BTreeMap<String, String>> = objects
-        .namespaces
-        .iter()
-        .map(|n| (n.name_any(), n.labels()))
-        .collect();
-    let empty = BTreeMap::new();
+/// One quota's limits. Kueue's webhook refuses negative quotas; Baton has none, so the
+/// queue says where the bad one is instead of counting it.
+fn quota_limits(path: &str, quota: &ResourceQuota) -> Result<Limits, String> {
+    let parse = |field: &str, q: &Quantity| match parse_milli(q) {
+        Ok(milli) if milli < 0 => Err(format!(
+            "{path}.{field}: {:?} must be greater than or equal to 0",
+            q.0
+        )),
+        Ok(milli) => Ok(milli),
+        Err(e) => Err(format!("{path}.{field}: {e}")),
+    };
+    Ok(Limits {
+        nominal: parse("nominalQuota", &quota.nominal_quota)?,
+        borrowing_limit: quota
+            .borrowing_limit
+            .as_ref()
+            .map(|q| parse("borrowingLimit", q))
+            .transpose()?,
+        lending_limit: quota
+            .lending_limit
+            .as_ref()
+            .map(|q| parse("lendingLimit", q))
+            .transpose()?,
+    })
+}
 
-    let mut admitted = Vec::new();
-    let mut admitted_keys = Vec::new();
-    // (victim, preemptor) of evicted workloads still holding quota.
-    let mut evicting_for: Vec<(String, String)> = Vec::new();
-    let mut pending = Vec::new();
-    let mut problems = Vec::new();
-    let mut fingerprints = HashMap::new();
-    for wl in objects.workloads {
+/// What placing a workload reads.
+struct PlaceContext<'a> {
+    classes: &'a Classes<'a>,
+    policies: &'a HashMap<(bool, String), VictimPolicy>,
+    queues: &'a QueueTable,
+    local_queues: HashMap<(String, String), Option<String>>,
+    namespace_labels: HashMap<String, &'a BTreeMap<String, String>>,
+}
+
+/// The workloads sorted into admitted, pending and unusable.
+#[derive(Default)]
+struct Sorted {
+    admitted: Vec<AdmittedInput>,
+    admitted_keys: Vec<String>,
+    /// (victim, preemptor) of evicted workloads still holding quota.
+    evicting_for: Vec<(String, String)>,
+    pending: Vec<PendingModel>,
+    problems: Vec<WorkloadProblem>,
+    fingerprints: HashMap<String, u64>,
+}
+
+impl Sorted {
+    /// Sorts one workload: skipped when deleted, finished or inactive; admitted when it
+    /// holds a reservation; pending when its queue takes it; otherwise a problem.
+    fn place(&mut self, wl: &Workload, cx: &PlaceContext<'_>) {
         let key = key_of(wl);
-        if wl.metadata.deletion_timestamp.is_some() {
-            continue;
+        let conditions = wl
+            .status
+            .as_ref()
+            .map(|s| s.conditions.as_slice())
+            .unwrap_or(&[]);
+        if wl.metadata.deletion_timestamp.is_some()
+            || is_condition_true(conditions, condition::FINISHED)
+        {
+            return;
         }
-        let status = wl.status.as_ref();
-        let conditions = status.map(|s| s.conditions.as_slice()).unwrap_or(&[]);
-        if is_condition_true(conditions, condition::FINISHED) {
-            continue;
-        }
-        let problem = |reason: &'static str, message: String| WorkloadProblem {
-            key: key.clone(),
-            reason,
-            message,
-        };
-        let model = match workload_model(wl, &key, &classes, &policies) {
+        let model = match workload_model(wl, &key, cx.classes, cx.policies) {
             Ok(m) => m,
-            Err(message) => {
-                problems.push(problem("Inadmissible", message));
-                continue;
-            }
+            Err(message) => return self.problem(key, message),
         };
-        if let Some(admission) = status.and_then(|s| s.admission.as_ref())
+        if let Some(admission) = wl.status.as_ref().and_then(|s| s.admission.as_ref())
             && is_condition_true(conditions, condition::QUOTA_RESERVED)
         {
-            let Some(&queue) = queue_index.get(&admission.cluster_queue) else {
-                continue;
+            let Some(&queue) = cx.queues.index.get(&admission.cluster_queue) else {
+                return;
             };
-            let usage = admission_usage(admission);
             let admitted_at = condition_transition_time(conditions, condition::QUOTA_RESERVED)
                 .unwrap_or(model.created);
-            admitted_keys.push(key.clone());
+            self.admitted_keys.push(key.clone());
             if let Some(preemptor) = evicted_for(conditions) {
-                evicting_for.push((key.clone(), preemptor));
+                self.evicting_for.push((key, preemptor));
             }
-            admitted.push((
-                AdmittedModel {
-                    workload: model,
-                    queue,
-                    usage: Vec::new(),
-                    admitted_at,
-                    evicting: is_condition_true(conditions, condition::EVICTED),
-                },
-                usage,
-            ));
-            continue;
+            let model = AdmittedModel {
+                workload: model,
+                queue,
+                usage: Vec::new(),
+                admitted_at,
+                evicting: is_condition_true(conditions, condition::EVICTED),
+            };
+            self.admitted.push((model, admission_usage(admission)));
+            return;
         }
         if !wl.spec.active {
-            continue;
+            return;
         }
         let Some(queue_name) = wl.spec.queue_name.as_deref().filter(|q| !q.is_empty()) else {
-            continue;
+            return;
         };
-        let namespace = wl.namespace().unwrap_or_default();
-        let cq_name = match local_queues.get(&(namespace.clone(), queue_name.to_string())) {
-            None => {
-                problems.push(problem(
-                    "Inadmissible",
-                    format!("LocalQueue {queue_name} doesn't exist"),
-                ));
-                continue;
+        match pending_queue(wl, queue_name, cx) {
+            Ok(queue) => {
+                self.fingerprints.insert(key, fingerprint(wl));
+                self.pending.push(PendingModel {
+                    workload: model,
+                    queue,
+                    gate_closed: preemption_gated(wl),
+                    victims_in_flight: Vec::new(),
+                    yields_to: evicted_for(conditions),
+                });
             }
-            Some(None) => {
-                problems.push(problem(
-                    "Inadmissible",
-                    format!("LocalQueue {queue_name} has no clusterQueue"),
-                ));
-                continue;
-            }
-            Some(Some(cq)) => cq.clone(),
-        };
-        let Some(&queue) = queue_index.get(&cq_name) else {
-            problems.push(problem(
-                "Inadmissible",
-                format!("ClusterQueue {cq_name} doesn't exist"),
-            ));
-            continue;
-        };
-        // Kueue: no namespaceSelector selects no namespace; `{}` selects them all.
-        let verdict = match &selectors[queue] {
-            None => Ok(false),
-            Some(selector) => {
-                let labels = namespace_labels.get(&namespace).copied().unwrap_or(&empty);
-                victims::selector_matches(selector, labels)
-            }
-        };
-        {
-            match verdict {
-                Ok(true) => {}
-                Ok(false) => {
-                    problems.push(problem(
-                        "Inadmissible",
-                        format!("Workload namespace doesn't match ClusterQueue {cq_name} namespaceSelector"),
-                    ));
-                    continue;
-                }
-                Err(e) => {
-                    problems.push(problem(
-                        "Inadmissible",
-                        format!("ClusterQueue {cq_name} spec.namespaceSelector: {e}"),
-                    ));
-                    continue;
-                }
-            }
+            Err(message) => self.problem(key, message),
         }
-        fingerprints.insert(key.clone(), fingerprint(wl));
-        pending.push(PendingModel {
-            workload: model,
-            queue,
-            gate_closed: preemption_gated(wl),
-            victims_in_flight: Vec::new(),
-            yields_to: evicted_for(conditions),
-        });
     }
 
-    let budgets = objects
+    fn problem(&mut self, key: String, message: String) {
+        self.problems.push(WorkloadProblem {
+            key,
+            reason: "Inadmissible",
+            message,
+        });
+    }
+}
+
+/// The ClusterQueue index a pending workload queues in: its LocalQueue's ClusterQueue, if
+/// that exists and its namespace selector takes the workload's namespace (Kueue: no
+/// namespaceSelector selects no namespace; `{}` selects them all).
+fn pending_queue(wl: &Workload, queue_name: &str, cx: &PlaceContext<'_>) -> Result<usize, String> {
+    let namespace = wl.namespace().unwrap_or_default();
+    let cq_name = match cx
+        .local_queues
+        .get(&(namespace.clone(), queue_name.to_string()))
+    {
+        None => return Err(format!("LocalQueue {queue_name} doesn't exist")),
+        Some(None) => return Err(format!("LocalQueue {queue_name} has no clusterQueue")),
+        Some(Some(cq)) => cq,
+    };
+    let Some(&queue) = cx.queues.index.get(cq_name) else {
+        return Err(format!("ClusterQueue {cq_name} doesn't exist"));
+    };
+    let empty = BTreeMap::new();
+    let verdict = match &cx.queues.selectors[queue] {
+        None => Ok(false),
+        Some(selector) => {
+            let labels = cx
+                .namespace_labels
+                .get(&namespace)
+                .copied()
+                .unwrap_or(&empty);
+            victims::selector_matches(selector, labels)
+        }
+    };
+    match verdict {
+        Ok(true) => Ok(queue),
+        Ok(false) => Err(format!(
+            "Workload namespace doesn't match ClusterQueue {cq_name} namespaceSelector"
+        )),
+        Err(e) => Err(format!(
+            "ClusterQueue {cq_name} spec.namespaceSelector: {e}"
+        )),
+    }
+}
+
+fn budget_models(objects: &Objects<'_>) -> Vec<Budget> {
+    objects
         .budgets
         .iter()
         .filter_map(|pdb| {
@@ -394,32 +472,24 @@ pub fn build(objects: &Objects<'_>) -> Built {
                 max_unavailable: spec.max_unavailable.clone(),
             })
         })
-        .collect();
+        .collect()
+}
 
-    let snapshot = Snapshot::new(queues, flavors, limits, admitted, budgets);
-    // A victim back in its queue yields only to a preemptor that still waits.
+/// A victim back in its queue yields only to a preemptor that still waits. Evicted victims
+/// still holding quota (Jobs' workloads) name their preemptor: a restarted shim, which
+/// forgot whom it chose, keeps waiting for them instead of choosing more.
+fn link_preemptors(pending: &mut [PendingModel], evicting_for: &[(String, String)]) {
     let pending_keys: std::collections::HashSet<String> =
         pending.iter().map(|p| p.workload.key.clone()).collect();
-    for p in &mut pending {
+    for p in pending.iter_mut() {
         p.yields_to = p.yields_to.take().filter(|k| pending_keys.contains(k));
     }
-    // Evicted victims still holding quota (Jobs' workloads) name their preemptor: a
-    // restarted shim, which forgot whom it chose, keeps waiting for them instead of
-    // choosing more.
-    for (victim, preemptor) in &evicting_for {
+    for (victim, preemptor) in evicting_for {
         if let Some(p) = pending.iter_mut().find(|p| p.workload.key == *preemptor)
             && !p.victims_in_flight.contains(victim)
         {
             p.victims_in_flight.push(victim.clone());
         }
-    }
-    Built {
-        snapshot,
-        pending,
-        fingerprints,
-        problems,
-        class_problems,
-        admitted_keys,
     }
 }
 
