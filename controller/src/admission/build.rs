@@ -376,6 +376,9 @@ pub fn build(objects: &Objects<'_>, in_flight: &HashMap<String, Vec<String>>) ->
             gate_closed: preemption_gated(wl),
             victims_in_flight: in_flight.get(&key).cloned().unwrap_or_default(),
             yields_to: evicted_for(conditions),
+            // The shell does not remember a preemptor's flavors yet: it is assigned greedily
+            // again (its room is still held while its victims stop or come back).
+            held: None,
         });
     }
 
