@@ -114,6 +114,7 @@ fn pending(range: std::ops::Range<usize>) -> Vec<PendingModel> {
                 gate_closed: false,
                 victims_in_flight: Vec::new(),
                 yields_to: None,
+                held: None,
             }
         })
         .collect()
@@ -261,6 +262,7 @@ fn main() {
                     gate_closed: false,
                     victims_in_flight: Vec::new(),
                     yields_to: None,
+                    held: None,
                 });
             } else if i % 2 == 0 {
                 keep.push(a);

@@ -114,6 +114,8 @@ impl Entry {
                 gate_closed: gated,
                 victims_in_flight: Vec::new(),
                 yields_to: None,
+                // One flavor, one pod set: the greedy assignment is the one it preempted for.
+                held: None,
             },
             cpu_milli: w.cpu_milli,
             state: State::Pending,

@@ -403,6 +403,7 @@ impl Sorted {
                     gate_closed: preemption_gated(wl),
                     victims_in_flight: Vec::new(),
                     yields_to: evicted_for(conditions),
+                    held: None,
                 });
             }
             Err(message) => self.problem(key, message),

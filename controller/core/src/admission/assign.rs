@@ -10,7 +10,7 @@ use baton_crds::cluster_queue::{FlavorFungibilityPreference, FungibilityPolicy};
 use baton_crds::quantity::format_milli;
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
-use super::model::{FlavorModel, PendingModel, PodSetModel, Snapshot};
+use super::model::{FlavorModel, HeldFlavors, PendingModel, PodSetModel, Snapshot};
 use super::preempt::{any_candidate_possible, preemption_possible};
 use super::quota::{FrId, Usage, add_usage};
 
@@ -45,6 +45,17 @@ pub struct Assignment {
     pub short: Vec<FrId>,
     /// Why it does not fit, when `mode` is not Fit.
     pub reasons: Vec<String>,
+}
+
+impl Assignment {
+    /// Its flavors by pod set and resource: what a shell remembers of a preemptor's
+    /// assignment (`PendingModel::held`).
+    pub fn flavors(&self) -> HeldFlavors {
+        self.pod_sets
+            .iter()
+            .map(|ps| (ps.name.clone(), ps.flavors.clone()))
+            .collect()
+    }
 }
 
 /// A flavor of the workload's queue: (resource group, position in the group's flavors).
@@ -171,6 +182,72 @@ pub fn fitting<'a>(snapshot: &Snapshot, pending: &'a PendingModel) -> Fitting<'a
         fitting.reasons.push(Reason::PreemptionNeeded);
     }
     fitting
+}
+
+/// The workload's held flavors (`PendingModel::held`), if it has some that still make an
+/// assignment of its queue (every requested resource covered, one listed, existing flavor
+/// per group, placement allowed) and that fits without preempting. Borrowing is allowed: the
+/// flavors were chosen under the queue's fungibility rules when it preempted.
+pub fn held_fitting<'a>(snapshot: &Snapshot, pending: &'a PendingModel) -> Option<Fitting<'a>> {
+    let held = pending.held.as_ref()?;
+    let queue = snapshot.queues.get(pending.queue)?;
+    let mut fitting = Fitting {
+        mode: Mode::Fit,
+        borrowing: false,
+        usage: Usage::new(),
+        short: Vec::new(),
+        reasons: Vec::new(),
+        chosen: Vec::new(),
+    };
+    for (index, pod_set) in pending.workload.pod_sets.iter().enumerate() {
+        let flavors = held.get(&pod_set.name)?;
+        for (resource, _) in requested(pod_set) {
+            if !queue.groups.iter().any(|g| g.covered.contains(resource)) {
+                return None;
+            }
+        }
+        for (g, group) in queue.groups.iter().enumerate() {
+            let wanted = || requested(pod_set).filter(|(r, _)| group.covered.contains(r));
+            let Some((first, _)) = wanted().next() else {
+                continue;
+            };
+            let flavor = flavors.get(first)?;
+            if wanted().any(|(r, _)| flavors.get(r) != Some(flavor)) {
+                return None;
+            }
+            let f = group.flavors.iter().position(|name| name == flavor)?;
+            let model = snapshot.flavors.get(flavor)?;
+            if placement_conflict(model, pod_set).is_some() {
+                return None;
+            }
+            let mut problems = Vec::new();
+            let result = classify(
+                snapshot,
+                pending,
+                flavor,
+                (g, f),
+                &wanted,
+                &fitting.usage,
+                &mut problems,
+            );
+            if result.mode != Mode::Fit {
+                return None;
+            }
+            fitting.borrowing |= result.borrowing;
+            for (resource, amount) in wanted() {
+                if let Some(fr) = snapshot.frs.get(flavor, resource) {
+                    add_usage(&mut fitting.usage, fr, amount);
+                }
+            }
+            fitting.chosen.push((index, (g, f)));
+        }
+    }
+    Some(fitting)
+}
+
+/// Its held flavors if they fit (`held_fitting`), else the greedy assignment (`fitting`).
+pub fn held_or_fitting<'a>(snapshot: &Snapshot, pending: &'a PendingModel) -> Fitting<'a> {
+    held_fitting(snapshot, pending).unwrap_or_else(|| fitting(snapshot, pending))
 }
 
 impl Fitting<'_> {

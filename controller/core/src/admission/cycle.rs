@@ -11,6 +11,22 @@
 //! Queueing strategies: in `StrictFIFO` a head that is not admitted blocks the rest of its
 //! queue for this cycle; in `BestEffortFIFO` it is set aside (inadmissible) and the next may
 //! pass it. A preemptor that is evicting its victims is not set aside: it is about to fit.
+//!
+//! Holds: a preemption counts as done until its preemptor is admitted, not only for the rest
+//! of its own cycle. Before anything is decided, the victims every waiting preemptor (victims
+//! still in flight, flavors held since it preempted, or a victim back in its queue yielding
+//! to it) waits for leave the future quota, and each one's room is held, in queue order: its
+//! held flavors first for all of them (`assign::held_fitting`), then a greedy choice for the
+//! rest. Every other workload, of any priority, sees that room as used: it fits elsewhere,
+//! preempts admitted workloads by the usual policies, or waits (once the preemptor is
+//! admitted it is an admitted workload like any other, and may be preempted). The hold is
+//! released when its preemptor is decided, which takes it again; one whose victims still stop
+//! is admitted where it fits with them counted (something else freed room), else waits. Without holds a victim was evicted twice: a higher-priority preemptor took
+//! the room freed for another, whose victim, back in its queue and within its nominal quota,
+//! took back what the first counted on (found by `cycles_never_evict_a_victim_twice`). In a
+//! `StrictFIFO` queue only the waiting preemptors ahead of every other workload hold: one
+//! behind a head that cannot proceed is not reached, and its hold would keep that head out
+//! of the room for good.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -19,7 +35,7 @@ use baton_crds::cluster_queue::QueueingStrategy;
 use baton_crds::workload::PreemptionCost;
 use chrono::{DateTime, Utc};
 
-use super::assign::{Assignment, Fitting, Mode, fitting};
+use super::assign::{Assignment, Fitting, Mode, fitting, held_fitting, held_or_fitting};
 use super::model::{PendingModel, Snapshot};
 use super::preempt::{CandidateRef, PreemptReason, select_victims};
 use super::quota::{QuotaState, Usage};
@@ -265,6 +281,7 @@ pub fn schedule_drafts<'a>(
             .map(|p| (p.workload.key.as_str(), p.queue))
             .collect()
     };
+    let mut holds = hold_rooms(snapshot, &by_queue, &awaited, &mut excluded);
     let mut decided = HashSet::new();
     let starts: Vec<Option<usize>> = by_queue
         .iter()
@@ -281,6 +298,7 @@ pub fn schedule_drafts<'a>(
             drafts: &mut drafts,
             queue_of: &queue_of,
             decided: &mut decided,
+            holds: &mut holds,
         },
         now,
     );
@@ -295,6 +313,7 @@ pub fn schedule_drafts<'a>(
             drafts: &mut drafts,
             queue_of: &queue_of,
             decided: &mut decided,
+            holds: &mut holds,
         },
         now,
     );
@@ -312,6 +331,99 @@ struct Cycle<'c, 'a> {
     queue_of: &'c HashMap<&'a str, usize>,
     /// Those preemptors that have a draft.
     decided: &'c mut HashSet<&'a str>,
+    /// The rooms held for waiting preemptors not decided yet, by key (see the module doc).
+    holds: &'c mut HashMap<&'a str, Hold>,
+}
+
+/// A waiting preemptor's room, held until it is decided.
+struct Hold {
+    /// Empty when it fits nowhere, even with its victims gone.
+    usage: Usage,
+    /// Its victims (indices into `Snapshot::admitted`) that left the future quota; they
+    /// still hold quota now.
+    victims: Vec<usize>,
+}
+
+/// Holds the room of every waiting preemptor (see the module doc): its victims leave the
+/// future quota (marked in `excluded`), then its room, where it fits, is added to it.
+fn hold_rooms<'a>(
+    snapshot: &mut Snapshot,
+    by_queue: &[Vec<&'a PendingModel>],
+    awaited: &HashSet<&str>,
+    excluded: &mut [bool],
+) -> HashMap<&'a str, Hold> {
+    let mut waiting: Vec<&'a PendingModel> = Vec::new();
+    for (queue, list) in by_queue.iter().enumerate() {
+        if snapshot.queues[queue].inactive.is_some() {
+            continue;
+        }
+        let strict = snapshot.queues[queue].strategy == QueueingStrategy::StrictFIFO;
+        for &p in list {
+            // One that yields to another preemptor was admitted since it preempted (only
+            // admitted workloads are evicted): victims naming it no longer wait for it.
+            let is_waiting = !p.victims_in_flight.is_empty()
+                || p.held.is_some()
+                || (p.yields_to.is_none() && awaited.contains(p.workload.key.as_str()));
+            if is_waiting {
+                waiting.push(p);
+            } else if strict {
+                break;
+            }
+        }
+    }
+    let mut holds: HashMap<&'a str, Hold> = HashMap::new();
+    if waiting.is_empty() {
+        return holds;
+    }
+    waiting.sort_by(|a, b| queue_order(a, b));
+    // Every waiting preemptor's victims are gone for the future quota, before any room is
+    // held: the rooms were chosen together, each preemption counting the earlier ones done.
+    for &p in &waiting {
+        if p.victims_in_flight.is_empty() {
+            continue;
+        }
+        let mut victims = Vec::new();
+        for (i, a) in snapshot.admitted.iter().enumerate() {
+            if !excluded[i] && p.victims_in_flight.contains(&a.workload.key) {
+                excluded[i] = true;
+                snapshot.quota.remove(a.queue, &a.usage);
+                victims.push(i);
+            }
+        }
+        let usage = Usage::new();
+        holds.insert(p.workload.key.as_str(), Hold { usage, victims });
+    }
+    // Held flavors first, for every waiting preemptor: a higher-priority one must not take,
+    // by a greedy choice, the room freed for another.
+    for held_only in [true, false] {
+        for &p in &waiting {
+            let key = p.workload.key.as_str();
+            if holds.get(key).is_some_and(|h| !h.usage.is_empty())
+                || (held_only && p.held.is_none())
+            {
+                continue;
+            }
+            let room = if held_only {
+                held_fitting(snapshot, p).map(|f| f.usage)
+            } else {
+                Some(fitting(snapshot, p))
+                    .filter(|f| f.mode == Mode::Fit)
+                    .map(|f| f.usage)
+            };
+            let Some(usage) = room.filter(|u| !u.is_empty()) else {
+                continue;
+            };
+            snapshot.quota.add(p.queue, &usage);
+            holds
+                .entry(key)
+                .or_insert_with(|| Hold {
+                    usage: Usage::new(),
+                    victims: Vec::new(),
+                })
+                .usage = usage;
+        }
+    }
+    holds
 }
 
 /// One merge over the queues from `starts`; returns where each queue paused (first pass).
@@ -414,11 +526,51 @@ fn decide<'a>(
             set_aside: !strict,
         });
     }
-    let mut assignment = fitting(snapshot, pending);
+    // Its own hold is its to take again (with its held flavors first).
+    let key = pending.workload.key.as_str();
+    let hold = cycle.holds.remove(key);
+    if let Some(hold) = &hold {
+        snapshot.quota.remove(pending.queue, &hold.usage);
+        // Where it fits with its victims still counted (something else freed room), it is
+        // admitted as without a hold; otherwise it waits for them.
+        if !hold.victims.is_empty() {
+            shift_victims(snapshot, &hold.victims, true);
+            let fitting = held_or_fitting(snapshot, pending);
+            let admit = fitting.mode == Mode::Fit
+                && !(nominal_only && fitting.borrowing)
+                && fits(cycle.held, pending.queue, &fitting.usage);
+            if admit {
+                for &i in &hold.victims {
+                    excluded[i] = false;
+                }
+                snapshot.quota.add(pending.queue, &fitting.usage);
+                cycle.held.add(pending.queue, &fitting.usage);
+                return Some(Draft {
+                    pending,
+                    outcome: DraftOutcome::Admit,
+                    fitting: Some(fitting),
+                    set_aside: false,
+                });
+            }
+            shift_victims(snapshot, &hold.victims, false);
+        }
+    }
+    let victims_left = hold.as_ref().is_some_and(|h| !h.victims.is_empty());
+    let mut assignment = held_or_fitting(snapshot, pending);
     if nominal_only && assignment.mode == Mode::Fit && assignment.borrowing {
+        if let Some(hold) = hold {
+            snapshot.quota.add(pending.queue, &hold.usage);
+            cycle.holds.insert(key, hold);
+        }
         return None;
     }
     let (outcome, set_aside) = match assignment.mode {
+        // Its room was held counting on its victims' leaving: it waits for them (as below,
+        // once a preemptor counts on its victims it is never admitted beside them).
+        Mode::Fit if victims_left => {
+            snapshot.quota.add(pending.queue, &assignment.usage);
+            (DraftOutcome::Waiting, false)
+        }
         // It fits once this cycle's victims are gone, but they still hold their quota (a
         // Job's pods stop in real time): admitting it now would reserve more than the quota.
         // Its room is held for it, as for a waiting preemptor, so lower work cannot take it.
@@ -456,7 +608,7 @@ fn decide<'a>(
                 &still_holding,
                 excluded,
             );
-            assignment = fitting(snapshot, pending);
+            assignment = held_or_fitting(snapshot, pending);
             snapshot.quota.add(pending.queue, &assignment.usage);
             (DraftOutcome::Waiting, false)
         }
@@ -509,6 +661,22 @@ fn decide<'a>(
         fitting: Some(assignment),
         set_aside,
     })
+}
+
+/// Adds the usage of `victims` (indices into `snapshot.admitted`) back to `snapshot.quota`,
+/// or removes it again.
+fn shift_victims(snapshot: &mut Snapshot, victims: &[usize], back: bool) {
+    for &i in victims {
+        let (queue, usage) = (
+            snapshot.admitted[i].queue,
+            snapshot.admitted[i].usage.clone(),
+        );
+        if back {
+            snapshot.quota.add(queue, &usage);
+        } else {
+            snapshot.quota.remove(queue, &usage);
+        }
+    }
 }
 
 /// Why a workload that fits is not admitted while preempted workloads still stop.

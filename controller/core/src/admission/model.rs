@@ -111,7 +111,15 @@ pub struct PendingModel {
     /// cycle it is decided after that one, so it does not take back the room it was evicted
     /// to free (see `cycle::pass`).
     pub yields_to: Option<String>,
+    /// The flavors it chose when it last preempted (`Assignment::flavors` of that decision),
+    /// remembered by the shell until it is admitted: while its victims stop and once they
+    /// are gone it tries these first, so a greedy choice made anew with its victims gone
+    /// cannot send it elsewhere, not fitting, to evict again (see `cycle` on holds).
+    pub held: Option<HeldFlavors>,
 }
+
+/// Flavors by pod set name, then resource.
+pub type HeldFlavors = BTreeMap<String, BTreeMap<String, String>>;
 
 /// Usage by name: (flavor, resource, milli-units); interned when the snapshot is built.
 pub type NamedUsage = Vec<(String, String, i128)>;

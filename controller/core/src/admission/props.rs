@@ -183,6 +183,23 @@ fn admissions_beyond_quota(cluster: &Cluster, decisions: &[Decision]) -> Vec<Str
     let mut now = Ledger::of_admitted(cluster, &HashSet::new());
     let mut later = now.clone();
     let mut gone: HashSet<String> = HashSet::new();
+    // The victims waiting preemptors chose in earlier cycles leave whatever this cycle
+    // decides (their preemptors wait for them, retrying evictions that did not land): a
+    // preemption counts as done until its preemptor is admitted.
+    for d in decisions {
+        if let Outcome::Waiting { victims } = &d.outcome {
+            for key in victims {
+                if gone.insert(key.clone())
+                    && let Some(i) = cluster.admitted_index(key)
+                {
+                    let (victim, named) = &cluster.admitted[i];
+                    for (flavor, resource, amount) in named {
+                        later.add(victim.queue, flavor, resource, -amount);
+                    }
+                }
+            }
+        }
+    }
     let mut found = Vec::new();
     for d in decisions {
         let queue = queue_of(cluster, d);

@@ -1,7 +1,7 @@
 //! Random cluster snapshots for the cycle's properties: a few ClusterQueues (with or without
 //! a cohort, either strategy, any fungibility and preemption policy, sometimes inactive),
 //! flavors that may be missing, tainted or labelled, admitted workloads (some evicting) and
-//! pending ones (some gated, some waiting for victims in flight). Quantities are small so
+//! pending ones (some gated, some waiting for victims in flight, some holding flavors). Quantities are small so
 //! that preemption, borrowing and "does not fit" all happen often.
 
 use std::collections::{BTreeMap, HashMap};
@@ -17,8 +17,8 @@ use k8s_openapi::api::core::v1::{Taint, Toleration};
 use proptest::prelude::*;
 
 use crate::admission::model::{
-    AdmittedInput, AdmittedModel, FlavorModel, GroupModel, LimitInput, PendingModel, PodSetModel,
-    QueueModel, QueueProblem, WorkloadModel,
+    AdmittedInput, AdmittedModel, FlavorModel, GroupModel, HeldFlavors, LimitInput, PendingModel,
+    PodSetModel, QueueModel, QueueProblem, WorkloadModel,
 };
 use crate::admission::quota::Limits;
 use crate::victims::VictimPolicy;
@@ -322,20 +322,42 @@ fn admitted(index: usize, queues: usize) -> impl Strategy<Value = AdmittedInput>
         )
 }
 
+/// The flavors a preemptor held since it preempted: a cpu flavor per pod set (not always one
+/// its queue lists, nor one that fits any more) and the gpu flavor.
+fn held() -> impl Strategy<Value = Option<HeldFlavors>> {
+    prop::option::weighted(0.2, prop::collection::vec(0..CPU_FLAVORS.len(), 2)).prop_map(|choice| {
+        choice.map(|flavors| {
+            flavors
+                .iter()
+                .enumerate()
+                .map(|(index, &f)| {
+                    let resources = BTreeMap::from([
+                        ("cpu".to_string(), CPU_FLAVORS[f].to_string()),
+                        ("gpu".to_string(), GPU_FLAVOR.to_string()),
+                    ]);
+                    (format!("ps{index}"), resources)
+                })
+                .collect()
+        })
+    })
+}
+
 fn pending(index: usize, queues: usize) -> impl Strategy<Value = (PendingModel, Vec<u8>)> {
     (
         workload(format!("ns/p{index}"), -1..5),
         0..queues,
         prop::bool::weighted(0.3),
         prop::collection::vec(0..40_u8, 8),
+        held(),
     )
-        .prop_map(|(workload, queue, gate_closed, in_flight)| {
+        .prop_map(|(workload, queue, gate_closed, in_flight, held)| {
             let model = PendingModel {
                 workload,
                 queue,
                 gate_closed,
                 victims_in_flight: Vec::new(),
                 yields_to: None,
+                held,
             };
             (model, in_flight)
         })

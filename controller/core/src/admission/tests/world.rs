@@ -120,6 +120,7 @@ impl World {
             gate_closed: false,
             victims_in_flight: Vec::new(),
             yields_to: None,
+            held: None,
         });
     }
 
