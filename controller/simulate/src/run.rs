@@ -408,6 +408,7 @@ impl Sim<'_> {
         if e.round.is_none() {
             e.state = State::Pending;
             e.pending.victims_in_flight.clear();
+            e.pending.held = None;
             e.signal_since = None;
             e.cost = None;
             w.entries.insert(key.to_string(), e);

@@ -16,6 +16,9 @@
 //!   conditions) is kept where those victims still hold quota. A preemptor admitted forgets
 //!   its victims; one that is no longer pending at all is reported in
 //!   [`Step::dropped`] with its victims (for the wasted-preemption count).
+//! - **The flavors each preemptor preempted for** (`PendingModel::held`, as long as its
+//!   victims are remembered): the cycle tries them first, so a preemptor whose victims are
+//!   gone is admitted where it made room instead of evicting again elsewhere.
 //! - **Why each victim was chosen**, per (preemptor, victim): a retried eviction gives the
 //!   same reason.
 
@@ -24,7 +27,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use chrono::{DateTime, Utc};
 
 use super::cycle::{Draft, DraftOutcome, schedule_drafts};
-use super::model::{PendingModel, Snapshot};
+use super::model::{HeldFlavors, PendingModel, Snapshot};
 use super::preempt::PreemptReason;
 use super::queues::{Capacity, QueueState, Standing};
 
@@ -36,6 +39,9 @@ pub struct LoopMemory {
     capacity: Option<Capacity>,
     /// Preemptor key → the victims it chose.
     in_flight: HashMap<String, Vec<String>, foldhash::fast::FixedState>,
+    /// Preemptor key → the flavors it preempted for (`PendingModel::held`), kept as long
+    /// as its victims are.
+    held: HashMap<String, HeldFlavors, foldhash::fast::FixedState>,
     /// (preemptor, victim) → why the victim was chosen.
     reasons: HashMap<(String, String), PreemptReason>,
 }
@@ -72,6 +78,7 @@ impl LoopMemory {
     pub fn forget(&mut self, key: &str) -> Vec<String> {
         self.set_aside.activate(key);
         let victims = self.in_flight.remove(key).unwrap_or_default();
+        self.held.remove(key);
         if !victims.is_empty() {
             self.reasons.retain(|(preemptor, _), _| preemptor != key);
         }
@@ -125,7 +132,7 @@ impl LoopMemory {
             takes_part.push(active);
         }
         let dropped =
-            if aside_pending < self.set_aside.len() || flight_pending < self.in_flight.len() {
+            if aside_pending < self.set_aside.entries() || flight_pending < self.in_flight.len() {
                 let pending_keys: HashSet<&str> =
                     pending.iter().map(|p| p.workload.key.as_str()).collect();
                 self.set_aside.retain(|k| pending_keys.contains(k));
@@ -164,7 +171,10 @@ impl LoopMemory {
             .collect();
         let mut dropped: Vec<(String, Vec<String>)> = gone
             .into_iter()
-            .filter_map(|k| self.in_flight.remove_entry(&k))
+            .filter_map(|k| {
+                self.held.remove(&k);
+                self.in_flight.remove_entry(&k)
+            })
             .filter(|(_, victims)| !victims.is_empty())
             .collect();
         dropped.sort();
@@ -194,6 +204,9 @@ impl LoopMemory {
             .collect();
         for p in pending.iter_mut().filter(|p| needs_look(p)) {
             p.victims_in_flight.retain(|v| holding.contains(v.as_str()));
+            if p.held.is_none() {
+                p.held = self.held.get(&p.workload.key).cloned();
+            }
             for v in self.victims_of(&p.workload.key) {
                 if holding.contains(v.as_str()) && !p.victims_in_flight.contains(v) {
                     p.victims_in_flight.push(v.clone());
@@ -213,6 +226,7 @@ impl LoopMemory {
         let key = draft.key();
         match &draft.outcome {
             DraftOutcome::Admit => {
+                self.held.remove(key);
                 if self.in_flight.remove(key).is_some() {
                     self.reasons.retain(|(preemptor, _), _| preemptor != key);
                 }
@@ -232,6 +246,10 @@ impl LoopMemory {
                     keys.push(victim);
                 }
                 self.in_flight.insert(key.to_string(), keys);
+                if let Some(fitting) = &draft.fitting {
+                    let flavors = fitting.assignment(snapshot, draft.pending).flavors();
+                    self.held.insert(key.to_string(), flavors);
+                }
             }
             DraftOutcome::Gated { .. } | DraftOutcome::Waiting | DraftOutcome::Pending(_) => {}
         }

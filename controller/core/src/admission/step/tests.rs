@@ -107,6 +107,9 @@ fn a_preemptor_waits_for_its_victims_then_forgets_them_once_admitted() {
         [("ns/high".to_string(), "waiting", false)]
     );
     assert_eq!(world.pending[0].victims_in_flight, ["ns/low".to_string()]);
+    // It holds the flavors it preempted for.
+    let held = world.pending[0].held.clone().expect("held flavors");
+    assert_eq!(held["main"]["cpu"], "default");
     // The victim is gone: the preemptor is admitted and the loop forgets its victims.
     world.admitted.clear();
     assert_eq!(
@@ -167,5 +170,31 @@ fn a_forgotten_workload_leaves_no_memory_behind() {
             .step(&mut snapshot, Vec::new(), gate, now())
             .dropped
             .is_empty()
+    );
+}
+
+#[test]
+fn a_set_aside_workload_that_left_is_not_counted_while_others_return() {
+    let mut world = World::default();
+    let q1 = world.queue("q1", None, &[("default", 4)]);
+    let q2 = world.queue("q2", None, &[("default", 4)]);
+    world.admit(q1, "default", workload("ns/x", 0, 1, 4), 1);
+    world.admit(q2, "default", workload("ns/y", 0, 1, 4), 1);
+    world.submit(q1, workload("ns/a", 0, 2, 4));
+    world.submit(q2, workload("ns/b", 0, 2, 4));
+    let mut memory = LoopMemory::default();
+    step(&mut memory, &mut world);
+    assert_eq!(memory.set_aside_counts().len(), 2);
+    // b leaves (deleted); q1 frees room, so a returns and is admitted.
+    world.pending.retain(|p| p.workload.key != "ns/b");
+    world.admitted.retain(|(a, _)| a.workload.key != "ns/x");
+    assert_eq!(
+        step(&mut memory, &mut world),
+        [("ns/a".to_string(), "admit", false)]
+    );
+    assert!(
+        memory.set_aside_counts().is_empty(),
+        "{:?}",
+        memory.set_aside_counts()
     );
 }
