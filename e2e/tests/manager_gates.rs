@@ -7,7 +7,8 @@ use std::time::Duration;
 use baton_crds::constants::MULTIKUEUE_GATE;
 use baton_crds::gates::gate_state;
 use baton_crds::workload::{GateState, Workload};
-use baton_e2e::multikueue::{Env, eventually};
+use baton_e2e::harness::eventually;
+use baton_e2e::multikueue::Env;
 use chrono::Utc;
 use kube::ResourceExt;
 

@@ -9,7 +9,8 @@ use baton_crds::conditions::{ConditionStatus, NewCondition, set_condition};
 use baton_crds::constants::{MULTIKUEUE_GATE, condition, reason};
 use baton_crds::gates::gate_state;
 use baton_crds::workload::{GateState, PreemptionCost, Workload};
-use baton_e2e::multikueue::{Env, eventually};
+use baton_e2e::harness::eventually;
+use baton_e2e::multikueue::Env;
 use chrono::{DateTime, Utc};
 
 const WAIT: Duration = Duration::from_secs(20);

@@ -8,7 +8,8 @@ use baton_crds::MultiKueueCluster;
 use baton_crds::conditions::{find_condition, is_condition_true};
 use baton_crds::constants::{MULTIKUEUE_GATE, MULTIKUEUE_ORIGIN_LABEL, condition};
 use baton_crds::workload::{CheckState, Workload};
-use baton_e2e::multikueue::{Env, apply, eventually};
+use baton_e2e::harness::{apply, eventually};
+use baton_e2e::multikueue::Env;
 use chrono::Utc;
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
@@ -398,10 +399,10 @@ async fn bad_insecure_and_unreachable_kubeconfigs_are_reported() {
             .create(&PostParams::default(), &secret)
             .await
             .expect("create secret");
-        apply(&client, json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": name},
+        apply(&client, &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": name},
             "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": format!("{name}-kubeconfig")}}}})).await.expect("mkc");
     }
-    apply(&client, json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": "no-secret"},
+    apply(&client, &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": "no-secret"},
         "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "missing"}}}})).await.expect("mkc");
     let _manager = env.start_manager(FAST).expect("manager");
 
