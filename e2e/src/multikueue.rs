@@ -501,7 +501,7 @@ pub async fn reconciled_after<T>(
     let before = eventually(
         RECONCILE_WAIT,
         &format!(
-            "{} idle (no reconcile for 200 ms) before {what}",
+            "{} answering /metrics and idle (no reconcile for 200 ms) before {what}",
             manager.name
         ),
         || async {
