@@ -24,7 +24,8 @@ use baton_crds::constants::MULTIKUEUE_GATE;
 use baton_crds::gates::gate_state;
 use baton_crds::workload::{GateState, Workload};
 use baton_e2e::api_work::{self, BENCH_CLIENT, CostMode};
-use baton_e2e::multikueue::{Env, ManagerProcess};
+use baton_e2e::harness::process::BatonProcess;
+use baton_e2e::multikueue::Env;
 use baton_testbed::server::TestCluster;
 use baton_testbed::server::cost::CostProfile;
 use chrono::Utc;
@@ -59,7 +60,10 @@ fn bench_client(testbed: Option<&TestCluster>, fallback: Client) -> Client {
 }
 
 fn manager_bench_client(env: &Env) -> Client {
-    bench_client(env.base.manager().testbed.as_deref(), env.manager_client())
+    bench_client(
+        env.clusters.manager().testbed.as_deref(),
+        env.manager_client(),
+    )
 }
 
 /// A Workload of one pod of one CPU (as `Env::submit`), submitted with the benchmark's client.
@@ -416,7 +420,7 @@ async fn run(count: usize, mode: Worker, rate: Option<u32>, cost: CostMode) -> a
 }
 
 /// Reads the manager's `/metrics` and prints reconcile figures.
-fn print_manager_metrics(manager: &ManagerProcess) {
+fn print_manager_metrics(manager: &BatonProcess) {
     let body = manager.metrics();
     if body.is_empty() {
         eprintln!(

@@ -49,10 +49,10 @@ pub type Snapshot = BTreeMap<String, BTreeMap<RequestKind, u64>>;
 /// The environment's testbed servers by cluster name (empty on real clusters).
 pub fn testbeds(env: &Env) -> Vec<(String, Arc<TestCluster>)> {
     let mut all = Vec::new();
-    if let Some(tc) = &env.base.manager().testbed {
+    if let Some(tc) = &env.clusters.manager().testbed {
         all.push(("manager".to_string(), tc.clone()));
     }
-    for (i, w) in env.base.workers().iter().enumerate() {
+    for (i, w) in env.clusters.workers().iter().enumerate() {
         if let Some(tc) = &w.testbed {
             all.push((format!("worker-{}", i + 1), tc.clone()));
         }

@@ -4,15 +4,17 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use anyhow::Context;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
-use kube::core::GroupVersionKind;
+use kube::api::{Api, ApiResource};
 use serde_json::{Value, json};
+
+use crate::harness::process::{BatonProcess, Launch, baton_binary, ensure_fresh};
+use crate::harness::{TimedOut, apply, poll};
 
 /// The kinds that make up a controller's identity and permissions (the token Secret is the
 /// manager-access one of a worker release).
@@ -236,31 +238,6 @@ pub fn revoke(
     Ok(changed)
 }
 
-/// Creates or updates an object from its JSON (server-side apply, forced); returns its
-/// resource. Unlike `multikueue::apply`, it also takes core kinds (`apiVersion: v1`).
-pub async fn apply(client: &Client, doc: &Value) -> anyhow::Result<ApiResource> {
-    let api_version = doc["apiVersion"].as_str().unwrap_or_default();
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    let kind = doc["kind"].as_str().unwrap_or_default();
-    let gvk = GroupVersionKind::gvk(group, version, kind);
-    let (resource, _) = kube::discovery::pinned_kind(client, &gvk)
-        .await
-        .with_context(|| format!("discover {api_version} {kind}"))?;
-    let name = doc["metadata"]["name"].as_str().unwrap_or_default();
-    let api: Api<DynamicObject> = match doc["metadata"]["namespace"].as_str() {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
-        None => Api::all_with(client.clone(), &resource),
-    };
-    api.patch(
-        name,
-        &PatchParams::apply("baton-e2e").force(),
-        &Patch::Apply(doc),
-    )
-    .await
-    .with_context(|| format!("apply {kind} {name}"))?;
-    Ok(resource)
-}
-
 /// Installs `docs` through `client` (server-side apply, in order); returns the resource and
 /// name of each cluster-scoped object, for cleanup.
 pub async fn install(
@@ -290,91 +267,60 @@ pub async fn token_of(
     deadline: Duration,
 ) -> anyhow::Result<String> {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let until = tokio::time::Instant::now() + deadline;
-    loop {
-        let token = secrets
-            .get_opt(name)
-            .await?
-            .and_then(|s| s.data)
-            .and_then(|d| d.get("token").map(|t| t.0.clone()))
-            .filter(|t| !t.is_empty());
-        if let Some(token) = token {
-            return String::from_utf8(token).context("the token is not text");
+    // An API error ends the wait (`Some(Err)`); an empty or missing token continues it.
+    let token = poll(deadline, || async {
+        match secrets.get_opt(name).await {
+            Ok(secret) => secret
+                .and_then(|s| s.data)
+                .and_then(|d| d.get("token").map(|t| t.0.clone()))
+                .filter(|t| !t.is_empty())
+                .map(Ok),
+            Err(e) => Some(Err(e)),
         }
-        anyhow::ensure!(
-            tokio::time::Instant::now() < until,
-            "token Secret {namespace}/{name} got no token within {deadline:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    })
+    .await
+    .map_err(|TimedOut(after)| {
+        anyhow::anyhow!("token Secret {namespace}/{name} got no token within {after:?}")
+    })??;
+    String::from_utf8(token).context("the token is not text")
+}
+
+/// Starts `baton <mode> --log-format plain --kubeconfig <kubeconfig> --config <config>
+/// <extra>` as `name`, logging at debug level for Baton (watch and event errors included) to
+/// `log`. `BATON_BIN` overrides the binary (then its freshness is not checked).
+pub fn start_controller(
+    name: &str,
+    mode: &str,
+    kubeconfig: &Path,
+    config: &Path,
+    extra: &[&str],
+    log: PathBuf,
+) -> anyhow::Result<BatonProcess> {
+    let binary = baton_binary();
+    if std::env::var_os("BATON_BIN").is_none() {
+        ensure_fresh(&binary)?;
     }
-}
-
-pub use crate::multikueue::ensure_fresh;
-
-/// A `baton manager` or `baton worker` process started by [`Controller::start`]; killed on
-/// drop. Its stderr goes to `log`.
-pub struct Controller {
-    child: Child,
-    pub name: String,
-    pub log: PathBuf,
-}
-
-impl Controller {
-    /// Runs `baton <mode> --kubeconfig <kubeconfig> --config <config> <extra>`, logging at
-    /// debug level for Baton (watch and event errors included) to `log`. `BATON_BIN` overrides
-    /// the binary (then its freshness is not checked).
-    pub fn start(
-        name: &str,
-        mode: &str,
-        kubeconfig: &Path,
-        config: &Path,
-        extra: &[&str],
-        log: PathBuf,
-    ) -> anyhow::Result<Self> {
-        let binary = crate::multikueue::baton_binary();
-        if std::env::var_os("BATON_BIN").is_none() {
-            ensure_fresh(&binary)?;
-        }
-        let out = std::fs::File::create(&log)
-            .with_context(|| format!("cannot create {}", log.display()))?;
-        let child = Command::new(&binary)
-            .args([mode, "--log-format", "plain", "--kubeconfig"])
-            .arg(kubeconfig)
-            .arg("--config")
-            .arg(config)
-            .args(extra)
-            .env(
-                "RUST_LOG",
-                std::env::var("BATON_TEST_LOG")
-                    .unwrap_or_else(|_| "info,baton=debug,kube=warn".into()),
-            )
-            .stdout(Stdio::null())
-            .stderr(out)
-            .spawn()
-            .with_context(|| format!("cannot start {}", binary.display()))?;
-        Ok(Self {
-            child,
-            name: name.to_string(),
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        mode.as_ref(),
+        "--log-format".as_ref(),
+        "plain".as_ref(),
+        "--kubeconfig".as_ref(),
+        kubeconfig.as_os_str(),
+        "--config".as_ref(),
+        config.as_os_str(),
+    ];
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    BatonProcess::spawn(
+        Launch {
+            binary: &binary,
+            name,
             log,
-        })
-    }
-
-    /// The log so far.
-    pub fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Whether the process is still running.
-    pub fn is_running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+            rust_log: std::env::var("BATON_TEST_LOG")
+                .unwrap_or_else(|_| "info,baton=debug,kube=warn".into()),
+            own_process_group: false,
+        },
+        args,
+    )
 }
 
 /// The lines of `log` that report an authorization failure.

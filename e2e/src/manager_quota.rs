@@ -22,7 +22,9 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
-use crate::multikueue::{Env, ManagerProcess, eventually};
+use crate::harness::eventually;
+use crate::harness::process::BatonProcess;
+use crate::multikueue::Env;
 use crate::workers::merge;
 
 /// How long a suite step may take.
@@ -313,8 +315,8 @@ pub fn queue(env: &Env, base: &str, lq: &'static str, cpus: u32, extra: Value) -
 /// processes started, and what the test submitted.
 pub struct Suite {
     // Fields drop in this order: the processes stop before their clusters go.
-    pub manager: Option<ManagerProcess>,
-    pub workers: Vec<ManagerProcess>,
+    pub manager: Option<BatonProcess>,
+    pub workers: Vec<BatonProcess>,
     pub watches: Watches,
     pub env: Env,
     /// CPUs of each submitted workload.

@@ -4,7 +4,6 @@
 //! running against them. Tests play the workers' schedulers by writing replica status.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -13,113 +12,25 @@ use baton_crds::constants::{condition, reason};
 use baton_crds::workload::{Admission, PodSetAssignment, Workload, WorkloadStatus};
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ApiResource, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
-use crate::harness::env::Env as HarnessEnv;
+use crate::harness::env::Clusters;
+use crate::harness::process::{BatonProcess, Launch};
+use crate::harness::{apply, eventually};
 use baton_testbed::server::TestCluster;
 
-/// The `baton` binary built in the same target directory as this test (override: `BATON_BIN`).
-pub fn baton_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("BATON_BIN") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().unwrap_or_default();
-    // target/<profile>/deps/<test> → target/<profile>/baton
-    exe.parent()
-        .and_then(Path::parent)
-        .map(|d| d.join("baton"))
-        .unwrap_or_else(|| PathBuf::from("baton"))
-}
-
-/// Fails when the binary is older than the sources it is built from: `cargo test -p baton-e2e`
-/// alone does not rebuild it (`cargo test --workspace`, the README's command, does).
-pub fn ensure_fresh(binary: &Path) -> anyhow::Result<()> {
-    std::fs::metadata(binary)
-        .with_context(|| format!("{} not found: run `cargo build -p baton`", binary.display()))?;
-    // The sandbox only warns about a stale binary; a test must not run one.
-    if let Some(stale) = crate::demo::binary::staleness_warning(binary) {
-        anyhow::bail!("{stale} (or run `cargo test --workspace`)");
-    }
-    Ok(())
-}
-
-/// A running `baton manager` or `baton worker` process; killed on drop.
-pub struct ManagerProcess {
-    child: Child,
-    pub log: PathBuf,
-}
-
-impl ManagerProcess {
-    /// Stops the process (as a crash or a pod deletion would).
-    pub fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    /// Asks the process to stop (SIGTERM, as the kubelet does) and waits up to `deadline`
-    /// for it to exit; returns its exit status.
-    pub fn terminate(mut self, deadline: Duration) -> Option<std::process::ExitStatus> {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let end = std::time::Instant::now() + deadline;
-        while std::time::Instant::now() < end {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        None
-    }
-
-    /// What the process logged so far.
-    pub fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// The process's `/metrics` text (its address is read from its log), or an empty string.
-    pub fn metrics(&self) -> String {
-        use std::io::{Read, Write};
-        let log = self.log_text();
-        let Some(addr) = log
-            .lines()
-            .find(|l| l.contains("serving /metrics"))
-            .and_then(|l| l.split("local=").nth(1))
-            .and_then(|rest| rest.split_whitespace().next())
-        else {
-            return String::new();
-        };
-        let Ok(mut stream) = std::net::TcpStream::connect(addr) else {
-            return String::new();
-        };
-        let request = format!("GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n");
-        let mut response = String::new();
-        if stream.write_all(request.as_bytes()).is_err()
-            || stream.read_to_string(&mut response).is_err()
-        {
-            return String::new();
-        }
-        response
-            .split_once("\r\n\r\n")
-            .map(|(_, body)| body.to_string())
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for ManagerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// Where these were before `harness::process`, for the testbed suites until they move to
+/// the testbed crate.
+pub use crate::harness::process::{baton_binary, ensure_fresh};
 
 /// A manager and its workers, with the Kueue setup that routes workloads to them. Names that
 /// could collide on shared real clusters (the namespace, the origin label, cluster-scoped
 /// objects) are unique to the environment; on the testbed the clusters are `worker-<i>`.
 pub struct Env {
-    pub base: HarnessEnv,
+    /// The clusters the environment is set up on.
+    pub clusters: Clusters,
     pub(crate) dir: tempfile::TempDir,
     pub(crate) restarts: u32,
     /// The namespace workloads are submitted in (created on every cluster).
@@ -133,20 +44,20 @@ pub struct Env {
 impl Env {
     /// Real clusters from `BATON_E2E_KUBECONFIGS`, or testbed clusters; then the setup.
     pub async fn start(workers: usize) -> anyhow::Result<Env> {
-        let base = HarnessEnv::start(workers).await?;
-        let namespace = base.namespace("baton-e2e").await?;
-        let suffix = if base.is_testbed() {
+        let clusters = Clusters::start(workers).await?;
+        let namespace = clusters.namespace("baton-e2e").await?;
+        let suffix = if clusters.is_testbed() {
             String::new()
         } else {
             format!("-{namespace}")
         };
-        let origin = if base.is_testbed() {
+        let origin = if clusters.is_testbed() {
             "multikueue".to_string()
         } else {
             namespace.clone()
         };
         let env = Env {
-            base,
+            clusters,
             dir: tempfile::tempdir()?,
             restarts: 0,
             namespace,
@@ -170,7 +81,7 @@ impl Env {
 
     /// Whether fault injection is available (testbed clusters).
     pub fn is_testbed(&self) -> bool {
-        self.base.is_testbed()
+        self.clusters.is_testbed()
     }
 
     /// The MultiKueueCluster name of worker `i` (1-based).
@@ -194,31 +105,31 @@ impl Env {
     }
 
     pub fn worker_count(&self) -> usize {
-        self.base.workers().len()
+        self.clusters.workers().len()
     }
 
     pub fn manager_client(&self) -> Client {
-        self.base.manager().client.clone()
+        self.clusters.manager().client.clone()
     }
 
     pub fn worker_client(&self, i: usize) -> Client {
-        self.base.workers()[i - 1].client.clone()
+        self.clusters.workers()[i - 1].client.clone()
     }
 
     /// Worker `i`'s testbed server, for fault injection; `None` on real clusters.
     pub fn testbed_worker(&self, i: usize) -> Option<&TestCluster> {
-        self.base.workers()[i - 1].testbed.as_deref()
+        self.clusters.workers()[i - 1].testbed.as_deref()
     }
 
     /// The kubeconfig of `manager` or `worker-<i>`.
     pub fn kubeconfig(&self, cluster: &str) -> PathBuf {
         let found = if cluster == "manager" {
-            Some(self.base.manager())
+            Some(self.clusters.manager())
         } else {
             cluster
                 .strip_prefix("worker-")
                 .and_then(|i| i.parse::<usize>().ok())
-                .and_then(|i| self.base.workers().get(i.wrapping_sub(1)))
+                .and_then(|i| self.clusters.workers().get(i.wrapping_sub(1)))
         };
         found.map(|c| c.kubeconfig.clone()).unwrap_or_default()
     }
@@ -228,7 +139,7 @@ impl Env {
         let secrets: Api<Secret> = Api::namespaced(client.clone(), &self.namespace);
         let names: Vec<String> = (1..=self.worker_count()).map(|i| self.cluster(i)).collect();
         for (i, name) in names.iter().enumerate() {
-            let path = &self.base.workers()[i].kubeconfig;
+            let path = &self.clusters.workers()[i].kubeconfig;
             let kubeconfig = std::fs::read_to_string(path)
                 .with_context(|| format!("read {}", path.display()))?;
             let secret: Secret = serde_json::from_value(json!({
@@ -280,9 +191,9 @@ impl Env {
             self.worker_client(i)
         };
         for doc in docs {
-            let resource = apply(&client, doc.clone()).await?;
+            let resource = apply(&client, &doc).await?;
             if doc["metadata"]["namespace"].is_null() {
-                self.base.track(
+                self.clusters.track(
                     i,
                     resource,
                     doc["metadata"]["name"].as_str().unwrap_or_default(),
@@ -293,7 +204,7 @@ impl Env {
     }
 
     /// Starts `baton manager` with this configuration (YAML; timeouts in seconds suit tests).
-    pub fn start_manager(&mut self, config_yaml: &str) -> anyhow::Result<ManagerProcess> {
+    pub fn start_manager(&mut self, config_yaml: &str) -> anyhow::Result<BatonProcess> {
         let kubeconfig = self.kubeconfig("manager");
         let namespace = self.namespace.clone();
         self.start_baton(
@@ -312,7 +223,7 @@ impl Env {
         kubeconfig: &Path,
         extra: &[&str],
         config_yaml: &str,
-    ) -> anyhow::Result<ManagerProcess> {
+    ) -> anyhow::Result<BatonProcess> {
         self.restarts += 1;
         let config = self
             .dir
@@ -335,31 +246,29 @@ impl Env {
             .dir
             .path()
             .join(format!("{mode}-{}.log", self.restarts));
-        let out = std::fs::File::create(&log)?;
         let binary = baton_binary();
         if std::env::var_os("BATON_BIN").is_none() {
             ensure_fresh(&binary)?;
         }
-        let child = Command::new(&binary)
-            .args([mode, "--kubeconfig"])
-            .arg(kubeconfig)
-            .arg("--config")
-            .arg(&config)
-            .args(extra)
-            .env(
-                "RUST_LOG",
-                std::env::var("BATON_TEST_LOG").unwrap_or_else(|_| "info,kube=warn".into()),
-            )
-            .stdout(Stdio::null())
-            .stderr(out)
-            .spawn()
-            .with_context(|| {
-                format!(
-                    "cannot start {} (build it with `cargo build -p baton`)",
-                    binary.display()
-                )
-            })?;
-        Ok(ManagerProcess { child, log })
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            mode.as_ref(),
+            "--kubeconfig".as_ref(),
+            kubeconfig.as_os_str(),
+            "--config".as_ref(),
+            config.as_os_str(),
+        ];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        BatonProcess::spawn(
+            Launch {
+                binary: &binary,
+                name: mode,
+                log,
+                rust_log: std::env::var("BATON_TEST_LOG")
+                    .unwrap_or_else(|_| "info,kube=warn".into()),
+                own_process_group: false,
+            },
+            args,
+        )
     }
 
     /// Submits a Workload on the manager: `pods` pods of one CPU each.
@@ -522,12 +431,11 @@ impl Env {
     }
 
     /// Runs kubectl against `manager` or `worker-<i>`, in the environment's namespace, and
-    /// returns its stdout (panics on failure).
+    /// returns its stdout (panics on failure, and when kubectl is missing).
     pub fn kubectl(&self, cluster: &str, args: &[&str]) -> String {
         let mut all: Vec<&str> = vec!["--namespace", &self.namespace];
         all.extend_from_slice(args);
-        let out =
-            crate::harness::kubectl(&self.kubeconfig(cluster), &all).expect("kubectl is installed");
+        let out = crate::harness::kubectl_output(&self.kubeconfig(cluster), &all);
         assert!(
             out.status.success(),
             "kubectl {args:?}: {}",
@@ -535,30 +443,82 @@ impl Env {
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
-}
 
-/// Creates or updates an object from its JSON (server-side apply); returns its resource.
-pub async fn apply(client: &Client, doc: serde_json::Value) -> anyhow::Result<ApiResource> {
-    crate::chart::apply(client, &doc).await
-}
-
-/// Polls `check` every 20 ms until it returns `Some`, or fails after `deadline`.
-pub async fn eventually<T, F, Fut>(deadline: Duration, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let start = std::time::Instant::now();
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            start.elapsed() < deadline,
-            "timed out after {deadline:?} waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    /// Changes manager Workload `name` in a way nothing reads (an annotation), so that the
+    /// manager reconciles it once more: see [`Env::manager_reconciled`].
+    pub async fn touch(&self, name: &str) -> anyhow::Result<()> {
+        let stamp = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
+        let patch = json!({"metadata": {"annotations": {TOUCHED_ANNOTATION: stamp}}});
+        self.manager_workloads()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .with_context(|| format!("touch {name}"))?;
+        Ok(())
     }
+
+    /// Waits until `manager` has reconciled manager Workload `name` as it is now (after a
+    /// [`Env::touch`]), so that an assertion that something did *not* happen is made after
+    /// the manager demonstrably looked. Panics if the manager does not (a stopped manager).
+    pub async fn manager_reconciled(&self, manager: &BatonProcess, name: &str) {
+        reconciled_after(manager, &format!("a touch of {name}"), async {
+            self.touch(name).await.expect("touch the manager Workload");
+        })
+        .await;
+    }
+}
+
+/// The annotation [`Env::touch`] sets.
+pub const TOUCHED_ANNOTATION: &str = "e2e.baton.dev/touched";
+
+/// How long the manager may take to pick up a change.
+pub const RECONCILE_WAIT: Duration = Duration::from_secs(20);
+
+/// The number of Workload reconciles `manager` has finished (the count of its
+/// `baton_reconcile_duration_seconds` histogram); `None` when it does not answer.
+pub fn reconciles(manager: &BatonProcess) -> Option<u64> {
+    manager
+        .metric("baton_reconcile_duration_seconds_count")
+        .map(|n| n as u64)
+}
+
+/// Whether `manager` reports worker `cluster` connected (`baton_worker_cluster_connected`).
+pub fn connected(manager: &BatonProcess, cluster: &str) -> bool {
+    manager.metric(&format!(
+        "baton_worker_cluster_connected{{cluster=\"{cluster}\"}}"
+    )) == Some(1.0)
+}
+
+/// Runs `change` once `manager` is idle (its reconcile count the same over 200 ms, so that no
+/// reconcile that began before the change is still running), then waits until the manager
+/// has finished a reconcile after it: evidence that it processed the change (a change of a
+/// manager Workload, or of a replica: both start a reconcile). Panics naming `what` when the
+/// manager does not answer or does not reconcile within [`RECONCILE_WAIT`].
+pub async fn reconciled_after<T>(
+    manager: &BatonProcess,
+    what: &str,
+    change: impl Future<Output = T>,
+) -> T {
+    let before = eventually(
+        RECONCILE_WAIT,
+        &format!(
+            "{} answering /metrics and idle (no reconcile for 200 ms) before {what}",
+            manager.name
+        ),
+        || async {
+            let first = reconciles(manager)?;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            (reconciles(manager)? == first).then_some(first)
+        },
+    )
+    .await;
+    let out = change.await;
+    eventually(
+        RECONCILE_WAIT,
+        &format!("{} reconciled after {what}", manager.name),
+        || async { reconciles(manager).is_some_and(|n| n > before) },
+    )
+    .await;
+    out
 }
 
 /// The name of a replica's owner workload (for messages).

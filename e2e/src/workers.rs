@@ -7,7 +7,8 @@ use baton_crds::workload::Workload;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
-use crate::multikueue::{Env, ManagerProcess};
+use crate::harness::process::BatonProcess;
+use crate::multikueue::Env;
 
 /// Merges `extra` into `base`, object by object (a small JSON merge patch).
 pub(crate) fn merge(base: &mut Value, extra: &Value) {
@@ -46,7 +47,7 @@ impl Env {
     }
 
     /// Starts `baton worker` against worker `i`.
-    pub fn start_worker(&mut self, i: usize, config_yaml: &str) -> anyhow::Result<ManagerProcess> {
+    pub fn start_worker(&mut self, i: usize, config_yaml: &str) -> anyhow::Result<BatonProcess> {
         let kubeconfig = self.kubeconfig(&format!("worker-{i}"));
         // The leader Lease lives in the environment's namespace (it exists on every cluster).
         let namespace = self.namespace.clone();
@@ -93,7 +94,7 @@ impl Env {
         }
         for j in 1..=count {
             let name = low(j);
-            crate::multikueue::eventually(
+            crate::harness::eventually(
                 deadline,
                 &format!("{name} admitted on worker-{i}"),
                 || async { self.worker_workload(i, &name).await.filter(is_admitted) },

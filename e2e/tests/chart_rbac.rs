@@ -27,11 +27,13 @@ use baton_crds::gates::gate_state;
 use baton_crds::multikueue::MultiKueueCluster;
 use baton_crds::workload::{CheckState, GateState, Workload};
 use baton_e2e::chart::{
-    Controller, component, denials, granted_to, install, name_of, rbac_objects, render, revoke,
-    token_of,
+    component, denials, granted_to, install, name_of, rbac_objects, render, revoke,
+    start_controller, token_of,
 };
+use baton_e2e::harness::eventually;
+use baton_e2e::harness::process::BatonProcess;
 use baton_e2e::harness::service_account::token_kubeconfig;
-use baton_e2e::multikueue::{Env, eventually};
+use baton_e2e::multikueue::Env;
 use baton_e2e::workers::{is_admitted, is_evicted, is_gated};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
@@ -61,7 +63,7 @@ struct ChartEnv {
     manager_kubeconfig: PathBuf,
     worker_kubeconfigs: Vec<PathBuf>,
     config: PathBuf,
-    processes: Vec<Controller>,
+    processes: Vec<BatonProcess>,
 }
 
 impl ChartEnv {
@@ -73,7 +75,11 @@ impl ChartEnv {
         edit: impl FnOnce(&mut Vec<Value>, &mut Vec<Value>),
     ) -> Self {
         let env = Env::start(workers).await.expect("env");
-        let worker_namespace = env.base.namespace("baton-system").await.expect("namespace");
+        let worker_namespace = env
+            .clusters
+            .namespace("baton-system")
+            .await
+            .expect("namespace");
         // Cluster-scoped names must not collide on shared real clusters.
         let release = if env.is_testbed() {
             "baton".to_string()
@@ -105,12 +111,12 @@ impl ChartEnv {
         let token_secret =
             name_of(&worker_docs, "Secret", "manager-access").expect("manager-access token");
 
-        let manager = env.base.manager();
+        let manager = env.clusters.manager();
         for (resource, name) in install(&manager.client, &manager_docs)
             .await
             .expect("install the manager's RBAC")
         {
-            env.base.track(0, resource, &name);
+            env.clusters.track(0, resource, &name);
         }
         let manager_kubeconfig = manager
             .service_account_kubeconfig(&env.namespace, &manager_sa)
@@ -119,12 +125,12 @@ impl ChartEnv {
 
         let secrets: Api<Secret> = Api::namespaced(env.manager_client(), &env.namespace);
         let mut worker_kubeconfigs = Vec::new();
-        for (i, worker) in env.base.workers().iter().enumerate() {
+        for (i, worker) in env.clusters.workers().iter().enumerate() {
             for (resource, name) in install(&worker.client, &worker_docs)
                 .await
                 .expect("install the worker's RBAC")
             {
-                env.base.track(i + 1, resource, &name);
+                env.clusters.track(i + 1, resource, &name);
             }
             worker_kubeconfigs.push(
                 worker
@@ -184,7 +190,7 @@ impl ChartEnv {
 
     fn start_worker(&mut self, i: usize) {
         let name = format!("worker-{i}");
-        let process = Controller::start(
+        let process = start_controller(
             &name,
             "worker",
             &self.worker_kubeconfigs[i - 1],
@@ -197,7 +203,7 @@ impl ChartEnv {
     }
 
     fn start_manager(&mut self) {
-        let process = Controller::start(
+        let process = start_controller(
             "manager",
             "manager",
             &self.manager_kubeconfig,
@@ -209,7 +215,7 @@ impl ChartEnv {
         self.processes.push(process);
     }
 
-    fn process(&self, name: &str) -> &Controller {
+    fn process(&self, name: &str) -> &BatonProcess {
         self.processes
             .iter()
             .find(|p| p.name == name)
@@ -651,7 +657,7 @@ async fn workloads_of(api: &Api<Workload>, job: &Job) -> Vec<Workload> {
 
 /// Waits until the controller's log shows a 403 for `verb` on `resource`, and returns the
 /// first such line.
-async fn denied(process: &Controller, verb: &str, resource: &str) -> String {
+async fn denied(process: &BatonProcess, verb: &str, resource: &str) -> String {
     let needle = format!(r#"cannot {verb} resource "{resource}""#);
     eventually(
         WAIT,

@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use baton_e2e::multikueue::{Env, ManagerProcess, eventually};
+use baton_e2e::harness::eventually;
+use baton_e2e::harness::process::BatonProcess;
+use baton_e2e::multikueue::Env;
 use baton_e2e::workers::{is_admitted, is_evicted};
 use serde_json::json;
 
@@ -13,7 +15,7 @@ const WAIT: Duration = Duration::from_secs(30);
 const WORKERS: usize = 3;
 
 /// Three workers with 4 CPUs each, each filled with four 1-CPU low-priority workloads.
-async fn full_workers(orchestrated: bool) -> (Env, Vec<ManagerProcess>) {
+async fn full_workers(orchestrated: bool) -> (Env, Vec<BatonProcess>) {
     let mut env = Env::start(WORKERS).await.expect("env");
     let mut processes = Vec::new();
     for i in 1..=WORKERS {
@@ -141,7 +143,7 @@ async fn without_orchestration_every_worker_may_preempt_for_nothing() {
     println!("evictions per worker without orchestration: {counts:?}");
     // Scrape a moment later: the losers' replicas are being removed.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let wasted = |p: &ManagerProcess, prefix: &str| -> Vec<String> {
+    let wasted = |p: &BatonProcess, prefix: &str| -> Vec<String> {
         p.metrics()
             .lines()
             .filter(|l| l.starts_with(prefix))
@@ -168,21 +170,17 @@ async fn without_orchestration_every_worker_may_preempt_for_nothing() {
         if winner.starts_with(&format!("worker-{i}")) {
             continue;
         }
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        loop {
-            let all = env.count_low(i, 4, is_admitted).await == 4;
-            if all {
-                break;
-            }
-            if std::time::Instant::now() > deadline {
-                let worker = format!("worker-{i}");
-                panic!(
-                    "{worker} did not re-admit its victims within 5s:\n{}\n{}",
-                    env.kubectl(&worker, &["get", "kwl", "-o", "yaml"]),
-                    processes[i - 1].log_text()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        let all_back = baton_e2e::harness::poll(Duration::from_secs(5), || async {
+            env.count_low(i, 4, is_admitted).await == 4
+        })
+        .await;
+        if all_back.is_err() {
+            let worker = format!("worker-{i}");
+            panic!(
+                "{worker} did not re-admit its victims within 5s:\n{}\n{}",
+                env.kubectl(&worker, &["get", "kwl", "-o", "yaml"]),
+                processes[i - 1].log_text()
+            );
         }
     }
 }

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use baton_e2e::multikueue::{Env, eventually};
+use baton_e2e::harness::eventually;
+use baton_e2e::multikueue::Env;
 use baton_e2e::workers::is_admitted;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;

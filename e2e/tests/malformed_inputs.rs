@@ -8,6 +8,8 @@
 
 use std::time::Duration;
 
+use baton_e2e::harness::apply;
+use baton_e2e::harness::process::BatonProcess;
 use baton_e2e::malformed::cases::{KUEUE, WORKER_CPUS};
 use baton_e2e::malformed::forged::{Forged, GATE, forged_cases, future_open};
 use baton_e2e::malformed::manager_cases::{
@@ -15,7 +17,7 @@ use baton_e2e::malformed::manager_cases::{
 };
 use baton_e2e::malformed::worker_cases::worker_cases;
 use baton_e2e::malformed::{Case, Runner, alive};
-use baton_e2e::multikueue::{Env, ManagerProcess, apply};
+use baton_e2e::multikueue::Env;
 use baton_e2e::workers::is_admitted;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
@@ -25,32 +27,19 @@ use serde_json::{Value, json};
 const SIGNALS: Duration = Duration::from_secs(60);
 const WAIT: Duration = Duration::from_secs(40);
 
-/// Polls `check` until it gives `Some` or `deadline` passes.
-async fn within<T, F, Fut>(deadline: Duration, mut check: F) -> Option<T>
+/// Polls `check` (the shared poll helper) until it gives `Some`, or `None` once `deadline`
+/// has passed.
+async fn within<T, F, Fut>(deadline: Duration, check: F) -> Option<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    let end = std::time::Instant::now() + deadline;
-    loop {
-        if let Some(value) = check().await {
-            return Some(value);
-        }
-        if std::time::Instant::now() >= end {
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    baton_e2e::harness::poll(deadline, check).await.ok()
 }
 
 /// Checks common to every group: the processes are alive, nothing stored was lost, and the
 /// table passed; prints the table.
-async fn finish(
-    runner: &mut Runner<'_>,
-    cases: &[Case],
-    processes: &[&ManagerProcess],
-    group: &str,
-) {
+async fn finish(runner: &mut Runner<'_>, cases: &[Case], processes: &[&BatonProcess], group: &str) {
     for (i, process) in processes.iter().enumerate() {
         if let Err(why) = alive(process) {
             runner
@@ -105,7 +94,7 @@ async fn bad_worker_inputs_are_refused_or_reported_and_never_stall_the_queue() {
 
 /// The manager group's environment: worker-1 with its shim, the kubeconfig Secrets the
 /// cluster cases name, and the manager; `None` on real clusters.
-async fn manager_environment() -> Option<(Env, ManagerProcess, ManagerProcess)> {
+async fn manager_environment() -> Option<(Env, BatonProcess, BatonProcess)> {
     let mut env = Env::start_for_faults(1).await?;
     env.install_worker_queues(1, WORKER_CPUS, json!({}))
         .await
@@ -127,7 +116,7 @@ async fn manager_environment() -> Option<(Env, ManagerProcess, ManagerProcess)> 
     // A config naming a missing cluster has no status of its own: its check reports it.
     let ghost = json!({"apiVersion": KUEUE, "kind": "MultiKueueConfig", "metadata": {"name": env.name("ghost-config")},
         "spec": {"clusters": [env.name("no-such-cluster")]}});
-    apply(&env.manager_client(), ghost)
+    apply(&env.manager_client(), &ghost)
         .await
         .expect("ghost config");
     let worker = env.start_worker(1, "").expect("worker");

@@ -7,7 +7,8 @@ use std::time::Duration;
 use baton_crds::constants::MULTIKUEUE_GATE;
 use baton_crds::gates::gate_state;
 use baton_crds::workload::{GateState, Workload};
-use baton_e2e::multikueue::{Env, eventually};
+use baton_e2e::harness::eventually;
+use baton_e2e::multikueue::{Env, connected, reconciled_after};
 use chrono::Utc;
 use kube::ResourceExt;
 
@@ -56,6 +57,13 @@ async fn opened(env: &Env, i: usize, name: &str) -> Workload {
     .await
 }
 
+/// Waits until `timeout` has passed since `since` (an opening the test observed, so no earlier
+/// than the manager's): a wall-clock timer cannot be checked any sooner. What follows is a
+/// reconcile the test waits for, never an assertion straight after the wait.
+async fn wait_out(since: tokio::time::Instant, timeout: Duration) {
+    tokio::time::sleep_until(since + timeout).await;
+}
+
 /// Counts the manager's PreemptionGateOpened events for a workload (via kubectl, as a user would).
 fn openings(env: &Env, name: &str) -> usize {
     let described = env.kubectl("manager", &["describe", "kwl", name]);
@@ -76,7 +84,7 @@ fn openings(env: &Env, name: &str) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_kep_sequence_one_gate_at_a_time_then_the_timeout_passes_the_baton() {
     let mut env = Env::start(3).await.expect("env");
-    let _manager = env.start_manager(&config(3)).expect("manager");
+    let manager = env.start_manager(&config(3)).expect("manager");
     env.submit("job", 1).await.expect("submit");
     replicas(&env, "job").await;
 
@@ -103,8 +111,13 @@ async fn the_kep_sequence_one_gate_at_a_time_then_the_timeout_passes_the_baton()
         "both fields written"
     );
 
-    // Well before the timeout, worker-1 is still waiting.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Within the timeout the manager looks at the workload again (worker-1's signal is in
+    // view: it was written before the opening) and leaves worker-1 waiting.
+    env.manager_reconciled(&manager, "job").await;
+    assert!(
+        Utc::now() - opened_at < chrono::Duration::seconds(3),
+        "the manager looked again within the timeout (else the check below means nothing)"
+    );
     assert_eq!(
         gate(&env, 1, "job").await,
         Some(GateState::Closed),
@@ -157,16 +170,19 @@ async fn the_kep_sequence_one_gate_at_a_time_then_the_timeout_passes_the_baton()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_the_first_admits_no_second_gate_ever_opens() {
     let mut env = Env::start(2).await.expect("env");
-    let _manager = env.start_manager(&config(2)).expect("manager");
+    let manager = env.start_manager(&config(2)).expect("manager");
     two_signal(&env, 1, 2).await;
     opened(&env, 1, "job").await;
+    let opened_at = tokio::time::Instant::now();
     env.admit(1, "job", Utc::now()).await.expect("admit");
     eventually(WAIT, "worker-2 replica deleted", || async {
         env.replica(2, "job").await.is_none().then_some(())
     })
     .await;
-    // Well past the timeout: still exactly one opening.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Past the timeout, when an unadmitted opening would pass the baton on, the manager looks
+    // at the workload again: still exactly one opening.
+    wait_out(opened_at, Duration::from_secs(2)).await;
+    env.manager_reconciled(&manager, "job").await;
     assert_eq!(openings(&env, "job"), 1);
     assert!(env.replica(2, "job").await.is_none());
 }
@@ -193,8 +209,18 @@ async fn a_manager_restart_between_signal_and_timeout_opens_nothing_early() {
         .last_transition_time
         .clone();
     manager.kill();
-    let _manager = env.start_manager(&config(5)).expect("manager again");
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let manager = env.start_manager(&config(5)).expect("manager again");
+    // The restarted manager sees both workers' replicas and has looked at the workload.
+    for i in 1..=2 {
+        let cluster = env.cluster(i);
+        eventually(
+            WAIT,
+            &format!("the new manager connected to {cluster}"),
+            || async { connected(&manager, &cluster) },
+        )
+        .await;
+    }
+    env.manager_reconciled(&manager, "job").await;
     assert_eq!(
         gate(&env, 2, "job").await,
         Some(GateState::Closed),
@@ -223,7 +249,7 @@ async fn a_manager_restart_between_signal_and_timeout_opens_nothing_early() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_orchestration_replicas_have_no_gate_and_nothing_is_opened() {
     let mut env = Env::start(2).await.expect("env");
-    let _manager = env
+    let manager = env
         .start_manager(&format!("orchestratedPreemption: false\n{}", config(1)))
         .expect("manager");
     env.submit("job", 1).await.expect("submit");
@@ -236,10 +262,17 @@ async fn without_orchestration_replicas_have_no_gate_and_nothing_is_opened() {
             replica.name_any()
         );
     }
-    env.signal_gated(1, "job", Utc::now())
-        .await
-        .expect("signal");
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The manager reconciles the workload once it sees the signal (a replica change)...
+    let signalled = tokio::time::Instant::now();
+    reconciled_after(&manager, "worker-1's signal", async {
+        env.signal_gated(1, "job", Utc::now())
+            .await
+            .expect("signal")
+    })
+    .await;
+    // ... and once more after the 1s timeout, which would pass a baton if there were one.
+    wait_out(signalled, Duration::from_secs(1)).await;
+    env.manager_reconciled(&manager, "job").await;
     let replica = env.replica(1, "job").await.expect("replica");
     assert!(replica.status.expect("status").preemption_gates.is_empty());
     assert_eq!(openings(&env, "job"), 0);

@@ -9,8 +9,10 @@ use std::time::Duration;
 use baton_crds::conditions::is_condition_true;
 use baton_crds::constants::condition;
 use baton_crds::workload::Workload;
+use baton_e2e::harness::eventually;
+use baton_e2e::harness::process::BatonProcess;
 use baton_e2e::jobs::{counts, has_condition, is_suspended, multikueue_job};
-use baton_e2e::multikueue::{Env, ManagerProcess, eventually};
+use baton_e2e::multikueue::Env;
 use baton_e2e::workers::is_admitted;
 use kube::ResourceExt;
 use kube::api::{DeleteParams, ListParams, PropagationPolicy};
@@ -20,7 +22,7 @@ const WAIT: Duration = Duration::from_secs(40);
 const WORKERS: usize = 3;
 
 /// Three workers with 4 CPUs each and their shims, and the manager.
-async fn environment() -> (Env, Vec<ManagerProcess>) {
+async fn environment() -> (Env, Vec<BatonProcess>) {
     let mut env = Env::start(WORKERS).await.expect("env");
     let mut processes = Vec::new();
     for i in 1..=WORKERS {

@@ -9,7 +9,8 @@ use baton_crds::conditions::{ConditionStatus, NewCondition, set_condition};
 use baton_crds::constants::{MULTIKUEUE_GATE, condition, reason};
 use baton_crds::gates::gate_state;
 use baton_crds::workload::{GateState, PreemptionCost, Workload};
-use baton_e2e::multikueue::{Env, eventually};
+use baton_e2e::harness::eventually;
+use baton_e2e::multikueue::Env;
 use chrono::{DateTime, Utc};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -87,7 +88,7 @@ async fn only_open(env: &Env, name: &str, open: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_later_but_cheaper_worker_gets_the_gate_after_the_window() {
     let mut env = Env::start(3).await.expect("env");
-    let _manager = env
+    let manager = env
         .start_manager(&config("LeastDisruption", "3s"))
         .expect("manager");
     submitted(&env, "job").await;
@@ -112,8 +113,9 @@ async fn the_later_but_cheaper_worker_gets_the_gate_after_the_window() {
         "opened only once the 3s window had passed (after {waited})"
     );
     only_open(&env, "job", 2).await;
-    // Nothing else opens within the timeout.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Nothing else opens within the timeout: the manager looks at the workload again, with
+    // worker-1 still signalling, and leaves its gate closed.
+    env.manager_reconciled(&manager, "job").await;
     only_open(&env, "job", 2).await;
 
     let described = env.kubectl("manager", &["describe", "kwl", "job"]);
@@ -153,7 +155,7 @@ async fn when_every_worker_has_signalled_the_cheapest_is_opened_without_waiting_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_fcfs_the_first_signaller_gets_the_gate_whatever_it_costs() {
     let mut env = Env::start(3).await.expect("env");
-    let _manager = env.start_manager(&config("FCFS", "3s")).expect("manager");
+    let manager = env.start_manager(&config("FCFS", "3s")).expect("manager");
     submitted(&env, "job").await;
     let t0 = Utc::now();
     signal(&env, 1, "job", t0, Some(cost(3, 10, 6))).await;
@@ -166,7 +168,14 @@ async fn under_fcfs_the_first_signaller_gets_the_gate_whatever_it_costs() {
     )
     .await;
     opened(&env, 1, "job").await;
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Once the 3s window (which FCFS ignores) has ended, when LeastDisruption would open the
+    // cheaper worker-2, the manager looks at the workload again: only worker-1 is open. The
+    // window cannot be checked before it ends.
+    let window_end = t0 + chrono::Duration::seconds(3);
+    if let Ok(left) = (window_end - Utc::now()).to_std() {
+        tokio::time::sleep(left).await;
+    }
+    env.manager_reconciled(&manager, "job").await;
     only_open(&env, "job", 1).await;
     let described = env.kubectl("manager", &["describe", "kwl", "job"]);
     assert!(

@@ -8,7 +8,8 @@ use baton_crds::MultiKueueCluster;
 use baton_crds::conditions::{find_condition, is_condition_true};
 use baton_crds::constants::{MULTIKUEUE_GATE, MULTIKUEUE_ORIGIN_LABEL, condition};
 use baton_crds::workload::{CheckState, Workload};
-use baton_e2e::multikueue::{Env, apply, eventually};
+use baton_e2e::harness::{apply, eventually};
+use baton_e2e::multikueue::Env;
 use chrono::Utc;
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
@@ -201,13 +202,33 @@ async fn a_worker_lost_beyond_the_timeout_loses_its_workload() {
     let Some(mut env) = Env::start_for_faults(2).await else {
         return;
     };
-    let _manager = env.start_manager(FAST).expect("manager");
+    // A longer workerLostTimeout than FAST's: the manager must notice the outage and look at
+    // the workload again well within it.
+    let manager = env
+        .start_manager(
+            "singleClusterPreemptionTimeout: 2s\nworkerLostTimeout: 6s\ngcInterval: 1s\n",
+        )
+        .expect("manager");
     admitted_on(&env, 1).await;
     let stale_uid = env.replica(1, "job").await.expect("winner replica").uid();
 
     env.testbed_worker(1).expect("testbed").go_offline().await;
-    // Within workerLostTimeout the workload stays with worker-1.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    let offline = tokio::time::Instant::now();
+    // Within workerLostTimeout the workload stays with worker-1: once the manager has seen
+    // the worker disconnected, it looks at the workload again and keeps it there.
+    let lost = format!(
+        "baton_worker_cluster_connected{{cluster=\"{}\"}}",
+        env.cluster(1)
+    );
+    eventually(WAIT, "the manager sees worker-1 disconnected", || async {
+        manager.metric(&lost) == Some(0.0)
+    })
+    .await;
+    env.manager_reconciled(&manager, "job").await;
+    assert!(
+        offline.elapsed() < Duration::from_secs(6),
+        "the manager looked again within workerLostTimeout (else the check below means nothing)"
+    );
     let wl = env.manager_workloads().get("job").await.expect("get");
     assert_eq!(status_of(&wl).cluster_name, Some(env.cluster(1)));
     // Beyond it, the workload is dispatched again to the clusters that are up.
@@ -348,7 +369,22 @@ async fn orphaned_replicas_are_collected_when_their_worker_returns() {
         || async { env.replica(2, "job").await.is_none().then_some(()) },
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // An orphan of this manager created after the foreign workload: once the collector has
+    // removed it, a collection pass has run with the foreign workload on the worker.
+    let orphan: Workload = serde_json::from_value(json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "late-orphan", "namespace": env.namespace, "labels": {MULTIKUEUE_ORIGIN_LABEL: env.origin}},
+        "spec": {"podSets": [{"name": "main", "count": 1, "template": {}}]},
+    }))
+    .expect("orphan");
+    env.worker_workloads(2)
+        .create(&PostParams::default(), &orphan)
+        .await
+        .expect("create a late orphan");
+    eventually(WAIT, "the late orphan collected on worker-2", || async {
+        env.replica(2, "late-orphan").await.is_none()
+    })
+    .await;
     assert_eq!(
         env.replica(2, "foreign").await.map(|w| w.uid()),
         Some(foreign.uid()),
@@ -398,10 +434,10 @@ async fn bad_insecure_and_unreachable_kubeconfigs_are_reported() {
             .create(&PostParams::default(), &secret)
             .await
             .expect("create secret");
-        apply(&client, json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": name},
+        apply(&client, &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": name},
             "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": format!("{name}-kubeconfig")}}}})).await.expect("mkc");
     }
-    apply(&client, json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": "no-secret"},
+    apply(&client, &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": "no-secret"},
         "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "missing"}}}})).await.expect("mkc");
     let _manager = env.start_manager(FAST).expect("manager");
 

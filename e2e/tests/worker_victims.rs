@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use baton_e2e::multikueue::{Env, apply, eventually};
+use baton_e2e::harness::{apply, eventually};
+use baton_e2e::multikueue::Env;
 use baton_e2e::workers::{is_admitted, is_evicted};
 use serde_json::json;
 
@@ -36,16 +37,16 @@ async fn tolerated_and_budget_protected_workloads_survive_a_preemption() {
         ("plain", json!({})),
     ];
     for (name, annotations) in &classes {
-        let resource = apply(&client, json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+        let resource = apply(&client, &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
             "metadata": {"name": format!("{name}{}", env.namespace), "annotations": annotations}, "value": 100}))
             .await
             .expect("class");
-        env.base
+        env.clusters
             .track(1, resource, &format!("{name}{}", env.namespace));
     }
     apply(
         &client,
-        json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        &json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
         "metadata": {"name": "guarded", "namespace": env.namespace},
         "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}}}),
     )

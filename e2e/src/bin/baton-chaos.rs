@@ -41,7 +41,7 @@ fn locate_baton() -> anyhow::Result<PathBuf> {
         .parent()
         .ok_or_else(|| anyhow::anyhow!("no directory for {}", exe.display()))?;
     let baton = dir.join("baton");
-    baton_e2e::multikueue::ensure_fresh(&baton).map_err(|e| {
+    baton_e2e::harness::process::ensure_fresh(&baton).map_err(|e| {
         anyhow::anyhow!("{e}\nbuild it in the same profile: cargo build --release -p baton")
     })?;
     Ok(baton)

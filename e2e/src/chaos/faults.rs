@@ -10,7 +10,8 @@ use baton_testbed::server::TestCluster;
 use super::log::Fault;
 use super::plan::{Action, Timed};
 use super::recorder::Shared;
-use crate::multikueue::{Env, ManagerProcess};
+use crate::harness::process::BatonProcess;
+use crate::multikueue::Env;
 
 /// How long a kill "during gate opening" waits for the next opening before killing anyway.
 const GATE_WAIT: Duration = Duration::from_secs(10);
@@ -19,9 +20,9 @@ const GATE_WAIT: Duration = Duration::from_secs(10);
 pub struct Cluster {
     pub env: Env,
     pub manager_config: String,
-    pub manager: Option<ManagerProcess>,
+    pub manager: Option<BatonProcess>,
     /// `shims[i - 1]`: worker `i`'s `baton worker`.
-    pub shims: Vec<Option<ManagerProcess>>,
+    pub shims: Vec<Option<BatonProcess>>,
     /// Index 0 the manager, then the workers.
     pub testbeds: Vec<Arc<TestCluster>>,
     pub error_fraction: f64,
@@ -35,7 +36,7 @@ pub struct Cluster {
 impl Cluster {
     pub fn new(env: Env, manager_config: String, error_fraction: f64) -> anyhow::Result<Self> {
         let mut testbeds = Vec::new();
-        for c in std::iter::once(env.base.manager()).chain(env.base.workers()) {
+        for c in std::iter::once(env.clusters.manager()).chain(env.clusters.workers()) {
             let Some(t) = c.testbed.clone() else {
                 anyhow::bail!("the chaos soak needs testbed clusters (fault injection)");
             };

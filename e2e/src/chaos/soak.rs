@@ -20,7 +20,8 @@ use super::plan::{Plan, Scale, plan};
 use super::recorder::{self, Shared};
 use super::report::Report;
 use super::stream::{Stream, Target};
-use crate::multikueue::{Env, eventually};
+use crate::harness::eventually;
+use crate::multikueue::Env;
 
 pub const WORKERS: usize = 3;
 /// The manager's own quota: larger than the workers' together, so the workers (not the

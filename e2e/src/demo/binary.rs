@@ -6,9 +6,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::SystemTime;
 
 use anyhow::Context;
+
+use crate::harness::process::{BUILD_HINT, beside_executable, staleness_warning, workspace_root};
 
 /// How the sandbox gets its `baton`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,23 +71,15 @@ pub fn plan(found: Found) -> Plan {
     }
 }
 
-/// Where cargo puts `baton` for this sandbox: beside the running executable.
-fn beside_executable() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|dir| dir.join("baton")))
-        .unwrap_or_else(|| PathBuf::from("baton"))
-}
-
-/// The workspace this sandbox was built from.
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 /// The `cargo build` arguments that put `baton` at `path`: the profile and the target
-/// directory are those of `path`'s directory (`target/release/baton`: `--release`).
+/// directory are those of `path`'s directory (`target/release/baton`: `--release`). The
+/// sandbox's own package is selected too: features are then resolved as for the sandbox's
+/// build, whose compiled dependencies are reused, and only `baton` itself is compiled
+/// (`-p baton` alone resolves other features and compiles much of the tree again).
 pub fn build_args(path: &Path) -> Vec<String> {
-    let mut args = vec!["build".to_string(), "-p".to_string(), "baton".to_string()];
+    let mut args: Vec<String> = ["build", "-p", "baton-e2e", "-p", "baton", "--bin", "baton"]
+        .map(String::from)
+        .into();
     let profile_dir = path.parent();
     match profile_dir
         .and_then(Path::file_name)
@@ -138,7 +131,7 @@ pub async fn ensure() -> anyhow::Result<PathBuf> {
     }
 }
 
-/// Runs `cargo build -p baton` in this checkout, its progress on the terminal.
+/// Runs [`build_args`] with cargo in this checkout, its progress on the terminal.
 async fn build(path: PathBuf, why: &str) -> anyhow::Result<PathBuf> {
     let cargo = cargo();
     let args = build_args(&path);
@@ -171,43 +164,11 @@ async fn build(path: PathBuf, why: &str) -> anyhow::Result<PathBuf> {
 fn present(path: PathBuf) -> anyhow::Result<PathBuf> {
     anyhow::ensure!(
         path.is_file(),
-        "the baton binary is missing at {}: build it first with `cargo build -p baton` \
+        "the baton binary is missing at {}: build it first with `{BUILD_HINT}` \
          (with --release too if the sandbox runs from a release build), or set BATON_BIN",
         path.display()
     );
     Ok(path)
-}
-
-/// A warning when `binary` is older than the controller sources of this checkout: `cargo
-/// run -p baton-e2e` does not rebuild it, and an old controller makes a confusing demo.
-/// Nothing when the sources are not around (an installed sandbox).
-pub fn staleness_warning(binary: &Path) -> Option<String> {
-    let built = std::fs::metadata(binary).and_then(|m| m.modified()).ok()?;
-    let root = workspace_root();
-    let newest = [root.join("controller/src"), root.join("crds/src")]
-        .iter()
-        .filter_map(|dir| newest_in(dir))
-        .max()?;
-    (newest > built).then(|| {
-        format!(
-            "warning: {} is older than the controller sources; run `cargo build -p baton` to use the current code",
-            binary.display()
-        )
-    })
-}
-
-fn newest_in(dir: &Path) -> Option<SystemTime> {
-    let mut latest = None;
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let path = entry.path();
-        let time = if path.is_dir() {
-            newest_in(&path)
-        } else {
-            entry.metadata().ok().and_then(|m| m.modified().ok())
-        };
-        latest = latest.max(time);
-    }
-    latest
 }
 
 #[cfg(test)]
@@ -295,6 +256,10 @@ mod tests {
             [
                 "build",
                 "-p",
+                "baton-e2e",
+                "-p",
+                "baton",
+                "--bin",
                 "baton",
                 "--release",
                 "--target-dir",
@@ -303,13 +268,27 @@ mod tests {
         );
         assert_eq!(
             build_args(Path::new("/w/target/debug/baton")),
-            ["build", "-p", "baton", "--target-dir", "/w/target"]
+            [
+                "build",
+                "-p",
+                "baton-e2e",
+                "-p",
+                "baton",
+                "--bin",
+                "baton",
+                "--target-dir",
+                "/w/target"
+            ]
         );
         assert_eq!(
             build_args(Path::new("/t/image/baton")),
             [
                 "build",
                 "-p",
+                "baton-e2e",
+                "-p",
+                "baton",
+                "--bin",
                 "baton",
                 "--profile",
                 "image",
@@ -326,36 +305,6 @@ mod tests {
             "{:#}",
             present(dir.path().join("baton")).expect_err("no binary there")
         );
-        assert!(message.contains("cargo build -p baton"), "{message}");
-    }
-
-    #[test]
-    fn a_fresh_binary_gets_no_warning() {
-        let dir = tempfile::tempdir().unwrap();
-        let binary = dir.path().join("baton");
-        std::fs::write(&binary, "").unwrap();
-        let future = SystemTime::now() + std::time::Duration::from_secs(3600);
-        std::fs::File::options()
-            .write(true)
-            .open(&binary)
-            .unwrap()
-            .set_modified(future)
-            .unwrap();
-        assert_eq!(staleness_warning(&binary), None);
-    }
-
-    #[test]
-    fn an_old_binary_gets_a_warning() {
-        let dir = tempfile::tempdir().unwrap();
-        let binary = dir.path().join("baton");
-        std::fs::write(&binary, "").unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(&binary)
-            .unwrap()
-            .set_modified(SystemTime::UNIX_EPOCH)
-            .unwrap();
-        let warning = staleness_warning(&binary).expect("sources are newer than 1970");
-        assert!(warning.contains("cargo build -p baton"), "{warning}");
+        assert!(message.contains(BUILD_HINT), "{message}");
     }
 }

@@ -2,16 +2,14 @@
 //! with their configuration files and logs in the sandbox directory.
 //!
 //! Children are killed when the sandbox stops them, and also when this value is dropped
-//! (`kill_on_drop`: a panic or an early error return leaves no orphan behind).
+//! ([`BatonProcess`] kills on drop: a panic or an early error return leaves no orphan behind).
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::Duration;
 
 use anyhow::Context;
-use tokio::process::{Child, Command};
 
 use super::setup::worker_name;
+use crate::harness::process::{BatonProcess, Launch};
 use crate::harness::sandbox::{CONTROLLER_NAMESPACE, Sandbox};
 
 /// How long one worker holds the baton before the manager passes it on.
@@ -33,12 +31,9 @@ pub fn worker_config() -> String {
     format!("# Written by baton-sandbox.\n{COMMON}")
 }
 
-/// One running controller.
-pub struct Controller {
-    /// `manager` or `worker-<i>`.
-    pub name: String,
-    pub log: PathBuf,
-    child: Child,
+/// One running controller and whether its exit was reported.
+struct Controller {
+    process: BatonProcess,
     reported: bool,
 }
 
@@ -52,31 +47,20 @@ fn write(path: &Path, text: &str) -> anyhow::Result<()> {
 }
 
 fn spawn(binary: &Path, dir: &Path, name: &str, args: &[&str]) -> anyhow::Result<Controller> {
-    let log = dir.join(format!("{name}.log"));
-    let out =
-        std::fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
-    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| "info,kube=warn".into());
-    let child = Command::new(binary)
-        .args(args)
-        .env("RUST_LOG", filter)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(out)
-        // Their own process group: a Ctrl-C in the terminal reaches the sandbox only, which
-        // then stops the controllers before the clusters they talk to.
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| {
-            format!(
-                "cannot start {} (build it with `cargo build -p baton`)",
-                binary.display()
-            )
-        })?;
+    let process = BatonProcess::spawn(
+        Launch {
+            binary,
+            name,
+            log: dir.join(format!("{name}.log")),
+            rust_log: std::env::var("RUST_LOG").unwrap_or_else(|_| "info,kube=warn".into()),
+            // Their own process group: a Ctrl-C in the terminal reaches the sandbox only,
+            // which then stops the controllers before the clusters they talk to.
+            own_process_group: true,
+        },
+        args,
+    )?;
     Ok(Controller {
-        name: name.to_string(),
-        log,
-        child,
+        process,
         reported: false,
     })
 }
@@ -126,12 +110,12 @@ impl Controllers {
 
     /// Process ids of the running children.
     pub fn pids(&self) -> Vec<u32> {
-        self.list.iter().filter_map(|c| c.child.id()).collect()
+        self.list.iter().map(|c| c.process.id()).collect()
     }
 
     /// Every controller's log file.
     pub fn logs(&self) -> Vec<PathBuf> {
-        self.list.iter().map(|c| c.log.clone()).collect()
+        self.list.iter().map(|c| c.process.log.clone()).collect()
     }
 
     /// A controller that stopped since the last call, described with the end of its log.
@@ -140,13 +124,13 @@ impl Controllers {
             if c.reported {
                 continue;
             }
-            if let Ok(Some(status)) = c.child.try_wait() {
+            if let Some(status) = c.process.exited() {
                 c.reported = true;
-                let log = std::fs::read_to_string(&c.log).unwrap_or_default();
+                let log = c.process.log_text();
                 return Some(format!(
                     "baton {} exited ({status}); the end of {}:\n{}",
-                    c.name,
-                    c.log.display(),
+                    c.process.name,
+                    c.process.log.display(),
                     tail(&log, 15)
                 ));
             }
@@ -157,15 +141,7 @@ impl Controllers {
     /// Kills every child and waits for it, so none outlives the sandbox.
     pub async fn stop(&mut self) {
         for c in &mut self.list {
-            let _ = c.child.start_kill();
-        }
-        for c in &mut self.list {
-            if tokio::time::timeout(Duration::from_secs(5), c.child.wait())
-                .await
-                .is_err()
-            {
-                tracing::warn!(controller = %c.name, "did not stop within 5s after SIGKILL");
-            }
+            c.process.stop();
         }
     }
 }
@@ -189,7 +165,7 @@ mod tests {
             assert_eq!(config.orchestrated_preemption, orchestrated);
             assert_eq!(
                 config.single_cluster_preemption_timeout,
-                Duration::from_secs(30)
+                std::time::Duration::from_secs(30)
             );
             assert!(!config.leader_election.enabled);
             assert_eq!(config.metrics_bind_address, "127.0.0.1:0");

@@ -1,12 +1,12 @@
 //! The demo's batch/v1 Jobs, as Kueue users write them: low-priority filler Jobs submitted
 //! straight to a worker, and the high-priority Job applied on the manager for MultiKueue.
-//! Also the two WorkloadPriorityClasses they name. Pure documents.
+//! They name the WorkloadPriorityClasses of [`super::setup`]. Pure documents.
 
 use baton_crds::constants::job::{MULTIKUEUE_MANAGED_BY, PRIORITY_CLASS_LABEL};
 use k8s_openapi::api::batch::v1::Job;
 use serde_json::{Value, json};
 
-use super::setup::DEMO_NAMESPACE;
+use super::setup::{Class, DEMO_NAMESPACE, HIGH, LOW};
 use crate::jobs::queued_job;
 
 /// The high-priority Job submitted on the manager.
@@ -27,38 +27,9 @@ pub const FILLER_RUN_SECONDS: u32 = 86_400;
 /// [`crate::harness::sandbox::TERMINATION_GRACE_CAP`], above this).
 pub const GRACE_SECONDS: i64 = 3;
 
-/// A WorkloadPriorityClass the demo installs on every cluster.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Class {
-    pub name: &'static str,
-    pub value: i32,
-}
-
-pub const HIGH: Class = Class {
-    name: "high-priority",
-    value: 1000,
-};
-pub const LOW: Class = Class {
-    name: "low-priority",
-    value: 10,
-};
-
-// The preemptor must outrank the fillers, or nothing is preempted.
-const _: () = assert!(HIGH.value > LOW.value);
-
 /// The name of the `j`th filler Job (1-based).
 pub fn filler_name(j: u32) -> String {
     format!("low-{j}")
-}
-
-/// The WorkloadPriorityClass object of `class`.
-pub fn priority_class(class: Class) -> Value {
-    json!({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
-        "metadata": {"name": class.name},
-        "value": class.value,
-        "description": "baton-sandbox demo",
-    })
 }
 
 fn with_class(mut doc: Value, class: Class) -> Value {
@@ -141,11 +112,5 @@ mod tests {
             std::time::Duration::from_secs(GRACE_SECONDS as u64)
                 < crate::harness::sandbox::TERMINATION_GRACE_CAP
         );
-    }
-
-    #[test]
-    fn classes_are_installed_with_their_values() {
-        assert_eq!(priority_class(HIGH)["value"], 1000);
-        assert_eq!(priority_class(LOW)["metadata"]["name"], "low-priority");
     }
 }

@@ -16,11 +16,11 @@ use tokio::sync::mpsc;
 
 use super::controllers::PREEMPTION_TIMEOUT;
 use super::jobs::{
-    FILLER_PODS, GRACE_SECONDS, HIGH, LOW, PREEMPTOR, PREEMPTOR_PODS, filler, filler_name,
+    FILLER_PODS, GRACE_SECONDS, PREEMPTOR, PREEMPTOR_PODS, filler, filler_name,
     preemptor as preemptor_job,
 };
 use super::observe::{MANAGER, Observer};
-use super::setup::{DEMO_NAMESPACE, WORKER_CPUS, worker_name};
+use super::setup::{DEMO_NAMESPACE, HIGH, LOW, WORKER_CPUS, worker_name};
 use super::style::{Console, Tone};
 use super::timeline::{Fact, Line, Timeline};
 use super::watch::{Change, Object, Report, Watches};

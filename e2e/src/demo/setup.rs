@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::jobs;
 use crate::harness::sandbox::Sandbox;
 use baton_testbed::server::{ServerError, TestCluster};
 
@@ -29,6 +28,35 @@ const WORKER_MEMORY: &str = "16Gi";
 const MANAGER_CPUS: u32 = 1000;
 const GROUP: &str = "kueue.x-k8s.io";
 const VERSION: &str = "v1beta2";
+
+/// A WorkloadPriorityClass the demo installs on every cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Class {
+    pub name: &'static str,
+    pub value: i32,
+}
+
+pub const HIGH: Class = Class {
+    name: "high-priority",
+    value: 1000,
+};
+pub const LOW: Class = Class {
+    name: "low-priority",
+    value: 10,
+};
+
+// The preemptor must outrank the fillers, or nothing is preempted.
+const _: () = assert!(HIGH.value > LOW.value);
+
+/// The WorkloadPriorityClass object of `class`.
+pub fn priority_class(class: Class) -> Value {
+    json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+        "metadata": {"name": class.name},
+        "value": class.value,
+        "description": "baton-sandbox demo",
+    })
+}
 
 /// The MultiKueueCluster (and Secret prefix) of worker `i` (1-based).
 pub fn worker_name(i: usize) -> String {
@@ -158,12 +186,12 @@ fn install_on(
     }
     // Jobs name their class; every cluster resolves it (the manager for its own queue, the
     // workers for the replicas and their local Jobs).
-    for class in [jobs::HIGH, jobs::LOW] {
+    for class in [HIGH, LOW] {
         cluster.apply_object(
             GROUP,
             VERSION,
             "workloadpriorityclasses",
-            jobs::priority_class(class),
+            priority_class(class),
         )?;
     }
     Ok(())
@@ -290,13 +318,19 @@ mod tests {
         let job: k8s_openapi::api::batch::v1::Job = serde_saphyr::from_str(SAMPLE_JOB).unwrap();
         let labels = job.metadata.labels.clone().unwrap();
         assert_eq!(labels["kueue.x-k8s.io/queue-name"], LOCAL_QUEUE);
-        assert_eq!(labels["kueue.x-k8s.io/priority-class"], jobs::HIGH.name);
+        assert_eq!(labels["kueue.x-k8s.io/priority-class"], HIGH.name);
         let spec = job.spec.unwrap();
         assert_eq!(
             spec.managed_by.as_deref(),
             Some("kueue.x-k8s.io/multikueue")
         );
         assert_eq!(spec.suspend, Some(true));
+    }
+
+    #[test]
+    fn classes_are_installed_with_their_values() {
+        assert_eq!(priority_class(HIGH)["value"], 1000);
+        assert_eq!(priority_class(LOW)["metadata"]["name"], "low-priority");
     }
 
     #[test]

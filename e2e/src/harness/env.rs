@@ -62,13 +62,18 @@ struct Created {
     objects: Vec<(usize, ApiResource, String)>,
 }
 
-/// A manager cluster and worker clusters for a suite.
-pub struct Env {
+/// A manager cluster and worker clusters for a suite: what the suites' environment
+/// (`multikueue::Env`) is set up on.
+pub struct Clusters {
     pub clusters: Vec<Cluster>,
     created: Mutex<Created>,
     _dir: Option<tempfile::TempDir>,
     cleaned: bool,
 }
+
+/// [`Clusters`] under its former name, for the testbed suites until they move to the testbed
+/// crate; everything else says `Clusters`.
+pub type Env = Clusters;
 
 /// A kube-rs client from a kubeconfig file (its current context).
 pub async fn client_for(path: &Path) -> Result<kube::Client, EnvError> {
@@ -111,7 +116,7 @@ pub fn parse_spec(spec: &str) -> Result<Vec<(String, PathBuf)>, EnvError> {
         .collect())
 }
 
-impl Env {
+impl Clusters {
     /// Real clusters from `BATON_E2E_KUBECONFIGS`, or a testbed manager plus `workers` workers.
     pub async fn start(workers: usize) -> Result<Self, EnvError> {
         match std::env::var(KUBECONFIGS_ENV) {
@@ -279,19 +284,28 @@ pub async fn wait_until_served(
     crds: &[CustomResourceDefinition],
     timeout: Duration,
 ) -> Result<(), EnvError> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let waiting = not_yet_served(client, crds).await?;
-        if waiting.is_empty() {
-            return Ok(());
+    // The last list of what is missing, for the error; an API error ends the wait.
+    let waiting = std::sync::Mutex::new(Vec::new());
+    let result = super::poll_every(Duration::from_millis(250), timeout, || async {
+        match not_yet_served(client, crds).await {
+            Ok(missing) if missing.is_empty() => Some(Ok(())),
+            Ok(missing) => {
+                *waiting.lock().unwrap_or_else(|e| e.into_inner()) = missing;
+                None
+            }
+            Err(e) => Some(Err(e)),
         }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(EnvError::NotServed {
-                seconds: timeout.as_secs(),
-                waiting: waiting.join("; "),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+    })
+    .await;
+    match result {
+        Ok(done) => done,
+        Err(super::TimedOut(_)) => Err(EnvError::NotServed {
+            seconds: timeout.as_secs(),
+            waiting: waiting
+                .into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .join("; "),
+        }),
     }
 }
 
@@ -355,7 +369,7 @@ async fn cleanup_created(clients: &[kube::Client], created: Created) -> Result<(
     Ok(())
 }
 
-impl Drop for Env {
+impl Drop for Clusters {
     fn drop(&mut self) {
         if self.cleaned || self.is_testbed() {
             return;

@@ -53,33 +53,33 @@ pub async fn service_account_token(
     .map_err(|e| sa_error(namespace, name, e.to_string()))?;
     let created = secrets.create(&PostParams::default(), &secret).await?;
     let secret_name = created.metadata.name.unwrap_or_default();
-    let deadline = tokio::time::Instant::now() + TOKEN_WAIT;
-    loop {
-        let Some(current) = secrets.get_opt(&secret_name).await? else {
-            return Err(sa_error(
+    // A deleted Secret or an API error ends the wait (`Some(Err)`); no token yet continues it.
+    let token = super::poll(TOKEN_WAIT, || async {
+        match secrets.get_opt(&secret_name).await {
+            Ok(Some(current)) => current
+                .data
+                .as_ref()
+                .and_then(|d| d.get("token"))
+                .filter(|t| !t.0.is_empty())
+                .map(|t| Ok(t.0.clone())),
+            Ok(None) => Some(Err(sa_error(
                 namespace,
                 name,
                 format!("token Secret {secret_name} was deleted before it got a token"),
-            ));
-        };
-        if let Some(token) = current
-            .data
-            .as_ref()
-            .and_then(|d| d.get("token"))
-            .filter(|t| !t.0.is_empty())
-        {
-            return String::from_utf8(token.0.clone())
-                .map_err(|e| sa_error(namespace, name, format!("token is not text: {e}")));
+            ))),
+            Err(e) => Some(Err(e.into())),
         }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(sa_error(
-                namespace,
-                name,
-                format!("token Secret {secret_name} got no token within {TOKEN_WAIT:?}"),
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
+    .map_err(|_| {
+        sa_error(
+            namespace,
+            name,
+            format!("token Secret {secret_name} got no token within {TOKEN_WAIT:?}"),
+        )
+    })??;
+    String::from_utf8(token)
+        .map_err(|e| sa_error(namespace, name, format!("token is not text: {e}")))
 }
 
 /// The text of a kubeconfig that reaches the cluster of `kubeconfig`'s current context with

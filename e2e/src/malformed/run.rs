@@ -176,16 +176,25 @@ impl<'a> Runner<'a> {
                     .await
                     .map(|seen| format!("stored (this server validates less), then {seen}"))
             }
-            (expect, Outcome::Stored) => loop {
-                let last = match self.signal(Target::of(case), expect).await {
-                    Ok(seen) => return Ok(seen),
-                    Err(now) => now,
-                };
-                if Instant::now() >= end {
-                    return Err(format!("timed out; last seen: {last}"));
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            },
+            (expect, Outcome::Stored) => {
+                // What was there instead at the last look, for the failure.
+                let last = std::sync::Mutex::new(String::new());
+                let remaining = end.saturating_duration_since(Instant::now());
+                crate::harness::poll_every(Duration::from_millis(100), remaining, || async {
+                    match self.signal(Target::of(case), expect).await {
+                        Ok(seen) => Some(seen),
+                        Err(now) => {
+                            *last.lock().unwrap_or_else(|e| e.into_inner()) = now;
+                            None
+                        }
+                    }
+                })
+                .await
+                .map_err(|_| {
+                    let last = last.into_inner().unwrap_or_else(|e| e.into_inner());
+                    format!("timed out; last seen: {last}")
+                })
+            }
         }
     }
 

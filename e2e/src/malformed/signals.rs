@@ -6,7 +6,7 @@ use kube::Client;
 use kube::api::{Api, ListParams};
 use serde_json::Value;
 
-use crate::multikueue::ManagerProcess;
+use crate::harness::process::BatonProcess;
 
 /// The message of condition `kind` on `object` when its status is `status`.
 pub fn condition_message(object: &Value, kind: &str, status: &str) -> Option<String> {
@@ -47,7 +47,7 @@ pub async fn event_messages(client: &Client, kind: &str, name: &str) -> Vec<Stri
 }
 
 /// Whether the process still serves `/metrics` and never logged a panic; the reason if not.
-pub fn alive(process: &ManagerProcess) -> Result<(), String> {
+pub fn alive(process: &BatonProcess) -> Result<(), String> {
     let log = process.log_text();
     if let Some(line) = log.lines().find(|l| l.contains("panicked")) {
         return Err(format!("panicked: {line}"));
