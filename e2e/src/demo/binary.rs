@@ -140,12 +140,17 @@ async fn build(path: PathBuf, why: &str) -> anyhow::Result<PathBuf> {
         cargo.display(),
         args.join(" ")
     );
-    let status = tokio::process::Command::new(&cargo)
+    let mut command = tokio::process::Command::new(&cargo);
+    command
         .args(&args)
         .current_dir(workspace_root())
-        .stdin(Stdio::null())
-        .status()
-        .await;
+        .stdin(Stdio::null());
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(set_by_cargo_run) {
+            command.env_remove(name);
+        }
+    }
+    let status = command.status().await;
     let status = match status {
         Ok(status) => status,
         Err(e) => {
@@ -159,6 +164,24 @@ async fn build(path: PathBuf, why: &str) -> anyhow::Result<PathBuf> {
         args.join(" ")
     );
     present(path).context("cargo built baton somewhere else; set BATON_BIN to it")
+}
+
+/// Whether `cargo run` sets the environment variable `name` for the program it runs (the
+/// sandbox) rather than the user. The nested cargo must not see these: build scripts that
+/// watch them (ring's watches `CARGO_MANIFEST_DIR`, `CARGO_PKG_NAME`, ...) would run again,
+/// and everything above them (rustls, kube, ...) would be compiled a second time.
+pub fn set_by_cargo_run(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || matches!(
+            name,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_MANIFEST_LINKS"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_BIN_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "OUT_DIR"
+        )
 }
 
 fn present(path: PathBuf) -> anyhow::Result<PathBuf> {
@@ -296,6 +319,29 @@ mod tests {
                 "/t"
             ]
         );
+    }
+
+    #[test]
+    fn what_cargo_run_sets_for_the_sandbox_is_kept_from_the_nested_build() {
+        for name in [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_BIN_NAME",
+            "OUT_DIR",
+        ] {
+            assert!(set_by_cargo_run(name), "{name}");
+        }
+        // The user's own settings reach it.
+        for name in [
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_INCREMENTAL",
+            "CARGO",
+            "PATH",
+        ] {
+            assert!(!set_by_cargo_run(name), "{name}");
+        }
     }
 
     #[test]
