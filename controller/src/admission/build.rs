@@ -22,8 +22,8 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::ResourceExt;
 
 use super::core::model::{
-    AdmittedModel, FlavorModel, GroupModel, PendingModel, PodSetModel, QueueModel, QueueProblem,
-    Snapshot, WorkloadModel,
+    AdmittedModel, FlavorModel, GroupModel, HeldFlavors, PendingModel, PodSetModel, QueueModel,
+    QueueProblem, Snapshot, WorkloadModel,
 };
 use super::core::quota::Limits;
 use super::victims::{self, AnnotationProblem, Budget, VictimPolicy};
@@ -376,9 +376,9 @@ pub fn build(objects: &Objects<'_>, in_flight: &HashMap<String, Vec<String>>) ->
             gate_closed: preemption_gated(wl),
             victims_in_flight: in_flight.get(&key).cloned().unwrap_or_default(),
             yields_to: evicted_for(conditions),
-            // The shell does not remember a preemptor's flavors yet: it is assigned greedily
-            // again (its room is still held while its victims stop or come back).
-            held: None,
+            // A preemptor not admitted since: its room is held. The loop does not remember
+            // its flavors (yet): it is assigned greedily again.
+            held: in_flight.contains_key(&key).then(HeldFlavors::new),
         });
     }
 

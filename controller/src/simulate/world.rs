@@ -15,8 +15,8 @@ use chrono::{DateTime, TimeDelta, Utc};
 use super::events::Millis;
 use super::trace::{TraceWorkload, WorkerSpec};
 use crate::admission::core::model::{
-    AdmittedModel, FlavorModel, GroupModel, PendingModel, PodSetModel, QueueModel, Snapshot,
-    WorkloadModel,
+    AdmittedModel, FlavorModel, GroupModel, HeldFlavors, PendingModel, PodSetModel, QueueModel,
+    Snapshot, WorkloadModel,
 };
 use crate::admission::core::quota::{FrId, Limits};
 use crate::admission::victims::VictimPolicy;
@@ -117,7 +117,8 @@ impl Entry {
                 gate_closed: gated,
                 victims_in_flight: Vec::new(),
                 yields_to: None,
-                // One flavor, one pod set: the greedy assignment is the one it preempted for.
+                // Set with `victims_in_flight` (one flavor, one pod set: the greedy choice is
+                // the one it preempted for).
                 held: None,
             },
             cpu_milli: w.cpu_milli,
@@ -272,14 +273,17 @@ impl Worker {
     }
 
     /// Sets each pending workload's `victims_in_flight`: the victims it chose that still
-    /// hold quota here.
+    /// hold quota here; and `held` while it has chosen victims (it preempted and has not been
+    /// admitted since), as `admission::build` does.
     fn refresh_victims_in_flight(&mut self) {
         let stale: Vec<(String, Vec<String>)> = self
             .entries
             .values()
             .filter(|e| {
                 e.is_pending()
-                    && !(e.in_flight.is_empty() && e.pending.victims_in_flight.is_empty())
+                    && !(e.in_flight.is_empty()
+                        && e.pending.victims_in_flight.is_empty()
+                        && e.pending.held.is_none())
             })
             .map(|e| {
                 let holding = e
@@ -298,6 +302,7 @@ impl Worker {
         for (key, holding) in stale {
             if let Some(e) = self.entries.get_mut(&key) {
                 e.pending.victims_in_flight = holding;
+                e.pending.held = (!e.in_flight.is_empty()).then(HeldFlavors::new);
             }
         }
     }

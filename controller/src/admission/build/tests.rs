@@ -66,6 +66,11 @@ impl Cluster {
     }
 
     fn build(&self) -> Built {
+        self.build_with(&HashMap::new())
+    }
+
+    /// With the loop's memory of preemptors and the victims they chose.
+    fn build_with(&self, in_flight: &HashMap<String, Vec<String>>) -> Built {
         build(
             &Objects {
                 workloads: &self.workloads,
@@ -77,7 +82,7 @@ impl Cluster {
                 budgets: &[],
                 namespaces: &[],
             },
-            &HashMap::new(),
+            in_flight,
         )
     }
 }
@@ -332,4 +337,26 @@ fn a_victim_back_in_its_queue_yields_only_to_a_preemptor_that_still_waits() {
         "its preemptor is not pending"
     );
     assert_eq!(yields("ns/boss"), Some(None));
+}
+
+#[test]
+fn a_preemptor_the_loop_remembers_is_a_waiting_preemptor_once_its_victims_are_gone() {
+    let mut c = Cluster::new(quota_spec(json!(4)));
+    c.workloads.push(workload("boss", json!({})));
+    c.workloads.push(workload("newcomer", json!({})));
+    let in_flight = HashMap::from([("ns/boss".to_string(), vec!["ns/gone".to_string()])]);
+    let built = c.build_with(&in_flight);
+    let held = |key: &str| {
+        built
+            .pending
+            .iter()
+            .find(|p| p.workload.key == key)
+            .map(|p| (p.held.clone(), p.victims_in_flight.clone()))
+    };
+    // Its victim left: none in flight, but its room is still held (flavors not known).
+    assert_eq!(
+        held("ns/boss"),
+        Some((Some(Default::default()), Vec::new()))
+    );
+    assert_eq!(held("ns/newcomer"), Some((None, Vec::new())));
 }
