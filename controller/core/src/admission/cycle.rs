@@ -13,20 +13,21 @@
 //! pass it. A preemptor that is evicting its victims is not set aside: it is about to fit.
 //!
 //! Holds: a preemption counts as done until its preemptor is admitted, not only for the rest
-//! of its own cycle. Before anything is decided, the victims every waiting preemptor (victims
-//! still in flight, flavors held since it preempted, or a victim back in its queue yielding
-//! to it) waits for leave the future quota, and each one's room is held, in queue order: its
-//! held flavors first for all of them (`assign::held_fitting`), then a greedy choice for the
-//! rest. Every other workload, of any priority, sees that room as used: it fits elsewhere,
-//! preempts admitted workloads by the usual policies, or waits (once the preemptor is
-//! admitted it is an admitted workload like any other, and may be preempted). The hold is
-//! released when its preemptor is decided, which takes it again; one whose victims still stop
-//! is admitted where it fits with them counted (something else freed room), else waits. Without holds a victim was evicted twice: a higher-priority preemptor took
-//! the room freed for another, whose victim, back in its queue and within its nominal quota,
-//! took back what the first counted on (found by `cycles_never_evict_a_victim_twice`). In a
-//! `StrictFIFO` queue only the waiting preemptors ahead of every other workload hold: one
-//! behind a head that cannot proceed is not reached, and its hold would keep that head out
-//! of the room for good.
+//! of its own cycle. A waiting preemptor has victims still in flight, or `held` set (it
+//! preempted and is not admitted since), or a victim back in its queue yielding to it.
+//! Before anything is decided, the victims every waiting preemptor waits for leave the
+//! future quota, and each one's room is held, in queue order: its held flavors first for all
+//! of them (`assign::held_fitting`), then a greedy choice for the rest. Every other workload,
+//! of any priority, sees that room as used: it fits elsewhere, preempts admitted workloads by
+//! the usual policies, or waits (once the preemptor is admitted it is an admitted workload
+//! like any other, and may be preempted). The hold is released when its preemptor is
+//! decided, which takes it again; one whose victims still stop is admitted where it fits
+//! with them counted (something else freed room), else waits for them. Without holds a
+//! victim was evicted twice: a higher-priority preemptor took the room freed for another,
+//! whose victim, back in its queue and within its nominal quota, took back what the first
+//! counted on (found by `cycles_never_evict_a_victim_twice`). In a `StrictFIFO` queue only
+//! the waiting preemptors ahead of every other workload hold: one behind a head that cannot
+//! proceed is not reached, and its hold would keep that head out of the room for good.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};

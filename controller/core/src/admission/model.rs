@@ -111,10 +111,12 @@ pub struct PendingModel {
     /// cycle it is decided after that one, so it does not take back the room it was evicted
     /// to free (see `cycle::pass`).
     pub yields_to: Option<String>,
-    /// The flavors it chose when it last preempted (`Assignment::flavors` of that decision),
-    /// remembered by the shell until it is admitted: while its victims stop and once they
-    /// are gone it tries these first, so a greedy choice made anew with its victims gone
-    /// cannot send it elsewhere, not fitting, to evict again (see `cycle` on holds).
+    /// `Some` when it preempted and has not been admitted since (the shell remembers it):
+    /// a waiting preemptor, whose room the cycle holds even once its victims are gone (see
+    /// `cycle` on holds). With the flavors it chose then (`Assignment::flavors` of that
+    /// decision), where the shell remembers them: it tries these first, so that a greedy
+    /// choice made anew with its victims gone cannot send it elsewhere, not fitting, to
+    /// evict again; without them (an empty map) the greedy choice.
     pub held: Option<HeldFlavors>,
 }
 

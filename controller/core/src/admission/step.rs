@@ -204,8 +204,10 @@ impl LoopMemory {
             .collect();
         for p in pending.iter_mut().filter(|p| needs_look(p)) {
             p.victims_in_flight.retain(|v| holding.contains(v.as_str()));
-            if p.held.is_none() {
-                p.held = self.held.get(&p.workload.key).cloned();
+            // A preemptor the loop remembers is waiting until it is admitted, even once its
+            // victims are gone: its room is held, with its flavors when known.
+            if p.held.is_none() && self.in_flight.contains_key(&p.workload.key) {
+                p.held = Some(self.held.get(&p.workload.key).cloned().unwrap_or_default());
             }
             for v in self.victims_of(&p.workload.key) {
                 if holding.contains(v.as_str()) && !p.victims_in_flight.contains(v) {

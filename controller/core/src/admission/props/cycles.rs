@@ -222,8 +222,8 @@ fn cases(default: u32) -> u32 {
 }
 
 proptest! {
-    // 2,000 cases by default (about 10 s in debug); rare interleavings need more. Before a
-    // change to the cycle, run at least 20,000 (about 80 s in debug):
+    // 2,000 cases by default (5–10 s in debug); rare interleavings need more. Before a
+    // change to the cycle, run at least 20,000 (45–80 s in debug on 2 cores):
     // PROPTEST_CASES=20000 cargo test -p baton --lib cycles_never_evict_a_victim_twice
     #![proptest_config(ProptestConfig::with_cases(cases(2_000)))]
 
