@@ -517,7 +517,6 @@ fn decide<'a>(
     cycle: &mut Cycle<'_, 'a>,
     now: DateTime<Utc>,
 ) -> Option<Draft<'a>> {
-    let excluded = &mut *cycle.excluded;
     let strict = snapshot.queues[pending.queue].strategy == QueueingStrategy::StrictFIFO;
     if snapshot.queues[pending.queue].inactive.is_some() {
         return Some(Draft {
@@ -530,32 +529,12 @@ fn decide<'a>(
     // Its own hold is its to take again (with its held flavors first).
     let key = pending.workload.key.as_str();
     let hold = cycle.holds.remove(key);
-    if let Some(hold) = &hold {
-        snapshot.quota.remove(pending.queue, &hold.usage);
-        // Where it fits with its victims still counted (something else freed room), it is
-        // admitted as without a hold; otherwise it waits for them.
-        if !hold.victims.is_empty() {
-            shift_victims(snapshot, &hold.victims, true);
-            let fitting = held_or_fitting(snapshot, pending);
-            let admit = fitting.mode == Mode::Fit
-                && !(nominal_only && fitting.borrowing)
-                && fits(cycle.held, pending.queue, &fitting.usage);
-            if admit {
-                for &i in &hold.victims {
-                    excluded[i] = false;
-                }
-                snapshot.quota.add(pending.queue, &fitting.usage);
-                cycle.held.add(pending.queue, &fitting.usage);
-                return Some(Draft {
-                    pending,
-                    outcome: DraftOutcome::Admit,
-                    fitting: Some(fitting),
-                    set_aside: false,
-                });
-            }
-            shift_victims(snapshot, &hold.victims, false);
-        }
+    if let Some(hold) = &hold
+        && let Some(admitted) = admit_in_hold(snapshot, pending, hold, nominal_only, cycle)
+    {
+        return Some(admitted);
     }
+    let excluded = &mut *cycle.excluded;
     let victims_left = hold.as_ref().is_some_and(|h| !h.victims.is_empty());
     let mut assignment = held_or_fitting(snapshot, pending);
     if nominal_only && assignment.mode == Mode::Fit && assignment.borrowing {
@@ -593,68 +572,11 @@ fn decide<'a>(
         // the one now: now it may not fit at all (its victims are no candidates) and would
         // hold nothing, letting lower work into the room its victims free.
         Mode::Preempt | Mode::NoFit if !pending.victims_in_flight.is_empty() => {
-            let still_holding: Vec<usize> = snapshot
-                .admitted
-                .iter()
-                .enumerate()
-                .filter(|(i, a)| {
-                    !excluded[*i] && pending.victims_in_flight.contains(&a.workload.key)
-                })
-                .map(|(i, _)| i)
-                .collect();
-            assume_preemption(
-                snapshot,
-                pending.queue,
-                &Usage::new(),
-                &still_holding,
-                excluded,
-            );
-            assignment = held_or_fitting(snapshot, pending);
-            snapshot.quota.add(pending.queue, &assignment.usage);
+            assignment = wait_for_victims(snapshot, pending, excluded);
             (DraftOutcome::Waiting, false)
         }
         Mode::NoFit => (DraftOutcome::Pending(PendingWhy::NoFit), !strict),
-        Mode::Preempt => {
-            let (selection, refs) = select_victims(
-                snapshot,
-                pending,
-                &assignment.usage,
-                &assignment.short,
-                excluded,
-                now,
-            );
-            match &selection.victims {
-                None => (
-                    DraftOutcome::Pending(PendingWhy::NoVictims(selection)),
-                    !strict,
-                ),
-                Some(victims) if pending.gate_closed => {
-                    let cost = cost_of(snapshot, &refs, victims);
-                    (DraftOutcome::Gated { selection, cost }, !strict)
-                }
-                Some(victims) => {
-                    let chosen: Vec<(usize, PreemptReason)> = victims
-                        .iter()
-                        .map(|&i| (refs[i].admitted, refs[i].reason))
-                        .collect();
-                    let indices: Vec<usize> = chosen.iter().map(|&(i, _)| i).collect();
-                    assume_preemption(
-                        snapshot,
-                        pending.queue,
-                        &assignment.usage,
-                        &indices,
-                        excluded,
-                    );
-                    (
-                        DraftOutcome::Preempt {
-                            victims: chosen,
-                            selection,
-                        },
-                        false,
-                    )
-                }
-            }
-        }
+        Mode::Preempt => preempt(snapshot, pending, &assignment, excluded, strict, now),
     };
     Some(Draft {
         pending,
@@ -662,6 +584,124 @@ fn decide<'a>(
         fitting: Some(assignment),
         set_aside,
     })
+}
+
+/// A preemptor whose room was held: where it fits with its victims still counted (something
+/// else freed room), it is admitted as without a hold; otherwise `None` (it waits for them).
+fn admit_in_hold<'a>(
+    snapshot: &mut Snapshot,
+    pending: &'a PendingModel,
+    hold: &Hold,
+    nominal_only: bool,
+    cycle: &mut Cycle<'_, 'a>,
+) -> Option<Draft<'a>> {
+    snapshot.quota.remove(pending.queue, &hold.usage);
+    if hold.victims.is_empty() {
+        return None;
+    }
+    shift_victims(snapshot, &hold.victims, true);
+    let fitting = held_or_fitting(snapshot, pending);
+    let admit = fitting.mode == Mode::Fit
+        && !(nominal_only && fitting.borrowing)
+        && fits(cycle.held, pending.queue, &fitting.usage);
+    if !admit {
+        shift_victims(snapshot, &hold.victims, false);
+        return None;
+    }
+    for &i in &hold.victims {
+        cycle.excluded[i] = false;
+    }
+    snapshot.quota.add(pending.queue, &fitting.usage);
+    cycle.held.add(pending.queue, &fitting.usage);
+    Some(Draft {
+        pending,
+        outcome: DraftOutcome::Admit,
+        fitting: Some(fitting),
+        set_aside: false,
+    })
+}
+
+/// A preemptor whose victims are still being evicted: they are no candidates any more (they
+/// are `evicting`), so without them it may look as if it cannot fit at all; it waits either
+/// way. The preemption is assumed done for the rest of the cycle (see `assume_preemption`):
+/// otherwise a lower-priority workload, often the first victim back in its queue, takes what
+/// the first victim freed while the preemptor still waits for the second, and is evicted
+/// again. What it holds is its assignment once its victims are gone, not the one now: now it
+/// may not fit at all and would hold nothing, letting lower work into the room its victims
+/// free. Returns that assignment.
+fn wait_for_victims<'a>(
+    snapshot: &mut Snapshot,
+    pending: &'a PendingModel,
+    excluded: &mut [bool],
+) -> Fitting<'a> {
+    let still_holding: Vec<usize> = snapshot
+        .admitted
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| !excluded[*i] && pending.victims_in_flight.contains(&a.workload.key))
+        .map(|(i, _)| i)
+        .collect();
+    assume_preemption(
+        snapshot,
+        pending.queue,
+        &Usage::new(),
+        &still_holding,
+        excluded,
+    );
+    let assignment = held_or_fitting(snapshot, pending);
+    snapshot.quota.add(pending.queue, &assignment.usage);
+    assignment
+}
+
+/// A workload that fits only by preempting: its victims (KEP-5710 over the policies'
+/// candidates), gated while a gate is Closed; none found, it stays pending.
+fn preempt(
+    snapshot: &mut Snapshot,
+    pending: &PendingModel,
+    assignment: &Fitting<'_>,
+    excluded: &mut [bool],
+    strict: bool,
+    now: DateTime<Utc>,
+) -> (DraftOutcome, bool) {
+    let (selection, refs) = select_victims(
+        snapshot,
+        pending,
+        &assignment.usage,
+        &assignment.short,
+        excluded,
+        now,
+    );
+    match &selection.victims {
+        None => (
+            DraftOutcome::Pending(PendingWhy::NoVictims(selection)),
+            !strict,
+        ),
+        Some(victims) if pending.gate_closed => {
+            let cost = cost_of(snapshot, &refs, victims);
+            (DraftOutcome::Gated { selection, cost }, !strict)
+        }
+        Some(victims) => {
+            let chosen: Vec<(usize, PreemptReason)> = victims
+                .iter()
+                .map(|&i| (refs[i].admitted, refs[i].reason))
+                .collect();
+            let indices: Vec<usize> = chosen.iter().map(|&(i, _)| i).collect();
+            assume_preemption(
+                snapshot,
+                pending.queue,
+                &assignment.usage,
+                &indices,
+                excluded,
+            );
+            (
+                DraftOutcome::Preempt {
+                    victims: chosen,
+                    selection,
+                },
+                false,
+            )
+        }
+    }
 }
 
 /// Adds the usage of `victims` (indices into `snapshot.admitted`) back to `snapshot.quota`,
