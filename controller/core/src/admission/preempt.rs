@@ -15,7 +15,7 @@
 use chrono::{DateTime, Utc};
 
 use baton_crds::cluster_queue::{
-    BorrowWithinCohortPolicy, ReclaimWithinCohort, WithinClusterQueue,
+    BorrowWithinCohortPolicy, ClusterQueuePreemption, ReclaimWithinCohort, WithinClusterQueue,
 };
 
 use super::model::{PendingModel, Snapshot};
@@ -50,6 +50,78 @@ pub struct CandidateRef {
     pub exempt: bool,
 }
 
+/// Whether a workload of the preemptor's own queue may be preempted under
+/// `withinClusterQueue`: `Some(exempt)` when allowed (`exempt`: a newer workload of equal
+/// priority, which the KEP-5710 threshold search does not drop).
+fn within_queue(
+    rule: WithinClusterQueue,
+    victim: &super::model::WorkloadModel,
+    pending: &PendingModel,
+) -> Option<bool> {
+    let (p, priority) = (victim.priority, pending.workload.priority);
+    match rule {
+        WithinClusterQueue::Never => None,
+        WithinClusterQueue::LowerPriority => (p < priority).then_some(false),
+        WithinClusterQueue::LowerOrNewerEqualPriority => {
+            let newer_equal = p == priority
+                && newer(
+                    victim.created,
+                    &victim.key,
+                    pending.workload.created,
+                    &pending.workload.key,
+                );
+            (p < priority || newer_equal).then_some(newer_equal)
+        }
+    }
+}
+
+/// Whether the preemptor would still borrow in a short resource once its own queue's
+/// candidates are gone.
+fn borrows_after(
+    snapshot: &Snapshot,
+    queue: usize,
+    short: &[FrId],
+    demand: &Usage,
+    own_usage: &Usage,
+) -> bool {
+    let amount = |usage: &Usage, fr: FrId| {
+        usage
+            .iter()
+            .find(|(id, _)| *id == fr)
+            .map_or(0, |(_, a)| *a)
+    };
+    short.iter().any(|&fr| {
+        snapshot
+            .quota
+            .borrows_with(queue, fr, amount(demand, fr) - amount(own_usage, fr))
+    })
+}
+
+/// Whether a borrowing workload of another cohort queue, of priority `p`, may be preempted:
+/// under `borrowWithinCohort` when the preemptor would still borrow, else under
+/// `reclaimWithinCohort`. `Some((reason, exempt))` when allowed.
+fn in_cohort(
+    policy: &ClusterQueuePreemption,
+    p: i32,
+    priority: i32,
+    borrowing_after: bool,
+) -> Option<(PreemptReason, bool)> {
+    if borrowing_after {
+        let bwc = &policy.borrow_within_cohort;
+        return (bwc.policy == BorrowWithinCohortPolicy::LowerPriority
+            && p < priority
+            && bwc.max_priority_threshold.is_none_or(|t| p <= t))
+        .then_some((PreemptReason::InCohortReclaimWhileBorrowing, false));
+    }
+    match policy.reclaim_within_cohort {
+        ReclaimWithinCohort::Never => None,
+        ReclaimWithinCohort::LowerPriority => {
+            (p < priority).then_some((PreemptReason::InCohortReclamation, false))
+        }
+        ReclaimWithinCohort::Any => Some((PreemptReason::InCohortReclamation, p >= priority)),
+    }
+}
+
 /// The policy-allowed candidates. `excluded[i]` marks admitted workloads already chosen as
 /// victims in this cycle.
 pub fn candidates(
@@ -62,7 +134,6 @@ pub fn candidates(
     let queue = pending.queue;
     let policy = &snapshot.queues[queue].preemption;
     let priority = pending.workload.priority;
-    let created = pending.workload.created;
     let uses_short = |usage: &Usage| usage.iter().any(|(fr, a)| *a > 0 && short.contains(fr));
     let mut found = Vec::new();
     let mut own_usage: Usage = Vec::new();
@@ -71,22 +142,7 @@ pub fn candidates(
         if a.evicting || excluded.get(i).copied().unwrap_or(false) || !uses_short(&a.usage) {
             continue;
         }
-        let p = a.workload.priority;
-        let (allowed, exempt) = match policy.within_cluster_queue {
-            WithinClusterQueue::Never => (false, false),
-            WithinClusterQueue::LowerPriority => (p < priority, false),
-            WithinClusterQueue::LowerOrNewerEqualPriority => {
-                let newer_equal = p == priority
-                    && newer(
-                        a.workload.created,
-                        &a.workload.key,
-                        created,
-                        &pending.workload.key,
-                    );
-                (p < priority || newer_equal, newer_equal)
-            }
-        };
-        if allowed {
+        if let Some(exempt) = within_queue(policy.within_cluster_queue, &a.workload, pending) {
             for &(fr, amount) in &a.usage {
                 super::quota::add_usage(&mut own_usage, fr, amount);
             }
@@ -102,17 +158,7 @@ pub fn candidates(
     {
         return found;
     }
-    let borrowing_after = short.iter().any(|&fr| {
-        let freed = own_usage
-            .iter()
-            .find(|(id, _)| *id == fr)
-            .map_or(0, |(_, a)| *a);
-        let wanted = demand
-            .iter()
-            .find(|(id, _)| *id == fr)
-            .map_or(0, |(_, a)| *a);
-        snapshot.quota.borrows_with(queue, fr, wanted - freed)
-    });
+    let borrowing_after = borrows_after(snapshot, queue, short, demand, &own_usage);
     for other in snapshot.neighbourhood(queue) {
         if other == queue
             || !short
@@ -127,25 +173,9 @@ pub fn candidates(
             if a.evicting || excluded.get(i).copied().unwrap_or(false) || !uses_short(&a.usage) {
                 continue;
             }
-            let p = a.workload.priority;
-            let verdict = if borrowing_after {
-                let bwc = &policy.borrow_within_cohort;
-                (bwc.policy == BorrowWithinCohortPolicy::LowerPriority
-                    && p < priority
-                    && bwc.max_priority_threshold.is_none_or(|t| p <= t))
-                .then_some((PreemptReason::InCohortReclaimWhileBorrowing, false))
-            } else {
-                match policy.reclaim_within_cohort {
-                    ReclaimWithinCohort::Never => None,
-                    ReclaimWithinCohort::LowerPriority => {
-                        (p < priority).then_some((PreemptReason::InCohortReclamation, false))
-                    }
-                    ReclaimWithinCohort::Any => {
-                        Some((PreemptReason::InCohortReclamation, p >= priority))
-                    }
-                }
-            };
-            if let Some((reason, exempt)) = verdict {
+            if let Some((reason, exempt)) =
+                in_cohort(policy, a.workload.priority, priority, borrowing_after)
+            {
                 theirs.push(CandidateRef {
                     admitted: i,
                     reason,
