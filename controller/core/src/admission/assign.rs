@@ -114,6 +114,20 @@ pub struct Fitting<'a> {
     chosen: Vec<(usize, FlavorRef)>,
 }
 
+impl Fitting<'_> {
+    /// Before any pod set is placed: fits, borrows nothing, uses nothing.
+    fn empty() -> Self {
+        Fitting {
+            mode: Mode::Fit,
+            borrowing: false,
+            usage: Usage::new(),
+            short: Vec::new(),
+            reasons: Vec::new(),
+            chosen: Vec::new(),
+        }
+    }
+}
+
 /// The resources a pod set requests (amount > 0), in name order.
 fn requested(pod_set: &PodSetModel) -> impl Iterator<Item = (&String, i128)> {
     pod_set
@@ -132,14 +146,7 @@ pub fn assign(snapshot: &Snapshot, pending: &PendingModel) -> Assignment {
 /// `assign` without writing out names and reasons (see `Fitting`).
 pub fn fitting<'a>(snapshot: &Snapshot, pending: &'a PendingModel) -> Fitting<'a> {
     let queue = &snapshot.queues[pending.queue];
-    let mut fitting = Fitting {
-        mode: Mode::Fit,
-        borrowing: false,
-        usage: Usage::new(),
-        short: Vec::new(),
-        reasons: Vec::new(),
-        chosen: Vec::new(),
-    };
+    let mut fitting = Fitting::empty();
     for (index, pod_set) in pending.workload.pod_sets.iter().enumerate() {
         for (resource, _) in requested(pod_set) {
             if !queue.groups.iter().any(|g| g.covered.contains(resource)) {
@@ -191,14 +198,7 @@ pub fn fitting<'a>(snapshot: &Snapshot, pending: &'a PendingModel) -> Fitting<'a
 pub fn held_fitting<'a>(snapshot: &Snapshot, pending: &'a PendingModel) -> Option<Fitting<'a>> {
     let held = pending.held.as_ref()?;
     let queue = snapshot.queues.get(pending.queue)?;
-    let mut fitting = Fitting {
-        mode: Mode::Fit,
-        borrowing: false,
-        usage: Usage::new(),
-        short: Vec::new(),
-        reasons: Vec::new(),
-        chosen: Vec::new(),
-    };
+    let mut fitting = Fitting::empty();
     for (index, pod_set) in pending.workload.pod_sets.iter().enumerate() {
         let flavors = held.get(&pod_set.name)?;
         for (resource, _) in requested(pod_set) {
