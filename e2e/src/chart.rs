@@ -13,7 +13,7 @@ use kube::Client;
 use kube::api::{Api, ApiResource};
 use serde_json::{Value, json};
 
-use crate::harness::process::{BatonProcess, Launch, baton_binary, ensure_fresh};
+use crate::harness::process::{BatonProcess, start_baton};
 use crate::harness::{TimedOut, apply, poll};
 
 /// The kinds that make up a controller's identity and permissions (the token Secret is the
@@ -296,30 +296,14 @@ pub fn start_controller(
     extra: &[&str],
     log: PathBuf,
 ) -> anyhow::Result<BatonProcess> {
-    let binary = baton_binary();
-    if std::env::var_os("BATON_BIN").is_none() {
-        ensure_fresh(&binary)?;
-    }
-    let mut args: Vec<&std::ffi::OsStr> = vec![
-        mode.as_ref(),
-        "--log-format".as_ref(),
-        "plain".as_ref(),
-        "--kubeconfig".as_ref(),
-        kubeconfig.as_os_str(),
-        "--config".as_ref(),
-        config.as_os_str(),
-    ];
-    args.extend(extra.iter().map(std::ffi::OsStr::new));
-    BatonProcess::spawn(
-        Launch {
-            binary: &binary,
-            name,
-            log,
-            rust_log: std::env::var("BATON_TEST_LOG")
-                .unwrap_or_else(|_| "info,baton=debug,kube=warn".into()),
-            own_process_group: false,
-        },
-        args,
+    start_baton(
+        name,
+        mode,
+        kubeconfig,
+        config,
+        extra,
+        log,
+        "info,baton=debug,kube=warn",
     )
 }
 

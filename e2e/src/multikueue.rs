@@ -17,7 +17,7 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use crate::harness::env::Clusters;
-use crate::harness::process::{BatonProcess, Launch};
+use crate::harness::process::{BatonProcess, start_baton};
 use crate::harness::{apply, eventually};
 use baton_testbed::server::TestCluster;
 
@@ -246,28 +246,14 @@ impl Env {
             .dir
             .path()
             .join(format!("{mode}-{}.log", self.restarts));
-        let binary = baton_binary();
-        if std::env::var_os("BATON_BIN").is_none() {
-            ensure_fresh(&binary)?;
-        }
-        let mut args: Vec<&std::ffi::OsStr> = vec![
-            mode.as_ref(),
-            "--kubeconfig".as_ref(),
-            kubeconfig.as_os_str(),
-            "--config".as_ref(),
-            config.as_os_str(),
-        ];
-        args.extend(extra.iter().map(std::ffi::OsStr::new));
-        BatonProcess::spawn(
-            Launch {
-                binary: &binary,
-                name: mode,
-                log,
-                rust_log: std::env::var("BATON_TEST_LOG")
-                    .unwrap_or_else(|_| "info,kube=warn".into()),
-                own_process_group: false,
-            },
-            args,
+        start_baton(
+            mode,
+            mode,
+            kubeconfig,
+            &config,
+            extra,
+            log,
+            "info,kube=warn",
         )
     }
 

@@ -240,6 +240,44 @@ impl Drop for BatonProcess {
     }
 }
 
+/// Starts `baton <mode> --log-format plain --kubeconfig <kubeconfig> --config <config>
+/// <extra>` as `name`, its stderr to `log`, with `RUST_LOG` from `BATON_TEST_LOG` or else
+/// `default_log`. `BATON_BIN` overrides the binary (then its freshness is not checked).
+pub fn start_baton(
+    name: &str,
+    mode: &str,
+    kubeconfig: &Path,
+    config: &Path,
+    extra: &[&str],
+    log: PathBuf,
+    default_log: &str,
+) -> anyhow::Result<BatonProcess> {
+    let binary = baton_binary();
+    if std::env::var_os("BATON_BIN").is_none() {
+        ensure_fresh(&binary)?;
+    }
+    let mut args: Vec<&OsStr> = vec![
+        mode.as_ref(),
+        "--log-format".as_ref(),
+        "plain".as_ref(),
+        "--kubeconfig".as_ref(),
+        kubeconfig.as_os_str(),
+        "--config".as_ref(),
+        config.as_os_str(),
+    ];
+    args.extend(extra.iter().map(OsStr::new));
+    BatonProcess::spawn(
+        Launch {
+            binary: &binary,
+            name,
+            log,
+            rust_log: std::env::var("BATON_TEST_LOG").unwrap_or_else(|_| default_log.into()),
+            own_process_group: false,
+        },
+        args,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
