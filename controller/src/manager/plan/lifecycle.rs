@@ -129,7 +129,8 @@ pub fn plan(obs: &Observation<'_>, config: &LifecycleConfig) -> Plan {
 /// The manager Workload as the decision reads it.
 fn workload_view(obs: &Observation<'_>) -> WorkloadView {
     let wl = obs.workload;
-    let status = wl.status.clone().unwrap_or_default();
+    let empty = WorkloadStatus::default();
+    let status = wl.status.as_ref().unwrap_or(&empty);
     let conditions = &status.conditions;
     let standing = if wl.metadata.deletion_timestamp.is_some() || obs.route.is_none() {
         Standing::Leaving
@@ -137,13 +138,13 @@ fn workload_view(obs: &Observation<'_>) -> WorkloadView {
         Standing::Finished
     } else if !wl.spec.active {
         Standing::Inactive
-    } else if !checks::has_reservation(&status) {
+    } else if !checks::has_reservation(status) {
         Standing::NotReserved {
             evicted: find_condition(conditions, condition::EVICTED)
                 .filter(|c| c.status == "True")
                 .map(|c| c.message.clone()),
         }
-    } else if let Some(check) = checks::failing(&status) {
+    } else if let Some(check) = checks::failing(status) {
         Standing::CheckFailing {
             check: check.name.clone(),
         }
@@ -161,7 +162,7 @@ fn workload_view(obs: &Observation<'_>) -> WorkloadView {
         has_finalizer: wl.finalizers().iter().any(|f| f == FINALIZER),
         standing,
         winner: status.cluster_name.clone(),
-        redispatch_stamp: redispatch_stamp(&status),
+        redispatch_stamp: redispatch_stamp(status),
         dispatch_since,
     }
 }
