@@ -54,6 +54,13 @@ pub fn spec_cache<K: Watchable>(api: Api<K>, changed: mpsc::UnboundedSender<()>)
     watched(api, changed, Ticks::SpecChanges)
 }
 
+/// Drops an object's managed fields before it is cached: no decision reads them, and they
+/// are often the largest part of a listed object (one entry, with its field set, per writer).
+/// A `PUT` from the cache sends none, which leaves the stored ones as they are.
+pub fn strip_managed_fields<K: Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
+}
+
 /// Which watch events tick.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ticks {
@@ -71,7 +78,9 @@ fn watched<K: Watchable>(
     let (reader, writer) = reflector::store::<K>();
     let stream = reflector::reflector(
         writer,
-        watcher(api, watcher::Config::default()).default_backoff(),
+        watcher(api, watcher::Config::default())
+            .default_backoff()
+            .modify(strip_managed_fields),
     );
     tokio::spawn(async move {
         futures::pin_mut!(stream);

@@ -19,7 +19,9 @@ use chrono::{DateTime, Utc};
 use kube::ResourceExt;
 
 use crate::admission::checks;
-use crate::manager::plan::replica::{REDISPATCH_ANNOTATION, in_sync, redispatch_stamp};
+use crate::manager::plan::replica::{
+    CachedReplica, REDISPATCH_ANNOTATION, SpecDigest, in_sync, redispatch_stamp,
+};
 use crate::manager::plan::routing::Route;
 
 pub use baton_core::lifecycle::{
@@ -42,7 +44,7 @@ pub struct Observation<'a> {
     /// The route's clusters that have a MultiKueueCluster object, in route order.
     pub clusters: &'a [ClusterView],
     /// Our replicas on the Active clusters, by cluster.
-    pub replicas: &'a BTreeMap<String, Workload>,
+    pub replicas: &'a BTreeMap<String, CachedReplica>,
     pub now: DateTime<Utc>,
 }
 
@@ -96,10 +98,11 @@ impl Plan {
 /// Plans the next step for one manager Workload.
 pub fn plan(obs: &Observation<'_>, config: &LifecycleConfig) -> Plan {
     let workload = workload_view(obs);
+    let spec = SpecDigest::of(&obs.workload.spec);
     let replicas: Vec<ReplicaState> = obs
         .replicas
         .iter()
-        .map(|(cluster, r)| replica_state(obs.workload, cluster, r))
+        .map(|(cluster, r)| replica_state(&spec, cluster, r))
         .collect();
     let route = obs.route.map_or(&[][..], |r| r.clusters.as_slice());
     let decision = core::decide(
@@ -168,7 +171,7 @@ fn workload_view(obs: &Observation<'_>) -> WorkloadView {
 }
 
 /// One replica as the decision reads it.
-fn replica_state(manager: &Workload, cluster: &str, replica: &Workload) -> ReplicaState {
+fn replica_state(manager: &SpecDigest, cluster: &str, replica: &CachedReplica) -> ReplicaState {
     let conditions = replica_conditions(replica);
     ReplicaState {
         view: ungate::view_of(cluster, replica),

@@ -17,9 +17,9 @@ use baton_core::ungate;
 use crate::config::Configuration;
 use crate::manager::plan::gate_clock;
 use crate::manager::plan::lifecycle::{ClusterState, ClusterView, LastKnown, LifecycleConfig};
-use crate::manager::plan::replica::is_ours;
+use crate::manager::plan::replica::{CachedReplica, is_ours};
 use crate::manager::plan::routing::{Route, RoutingSnapshot};
-use crate::manager::shell::stores::ManagerStores;
+use crate::manager::shell::stores::{ManagerStores, stripped_manager_workload};
 use crate::manager::shell::workers::{WorkerPool, WorkerState};
 use crate::metrics::{ErrorLabel, Metrics};
 
@@ -43,12 +43,9 @@ impl ReconcileError {
     }
 }
 
-/// A replica whose gate we opened: the resourceVersion the write replaced, and what we wrote.
-pub type OpenedGate = (Option<String>, Workload);
-
-/// The key under which the manager's own Workloads are remembered beside replicas (no
-/// MultiKueueCluster has an empty name).
-const MANAGER: &str = "";
+/// An object we wrote that the cache may not show yet: the resourceVersion the write
+/// replaced, and what we wrote.
+pub type Written<T> = (Option<String>, T);
 
 /// An Open gate stamped in the future: (the stamp, when the manager first saw it).
 pub type FutureGate = (DateTime<Utc>, DateTime<Utc>);
@@ -66,8 +63,10 @@ pub struct Context {
     /// Gates we opened that the worker caches may not show yet: (cluster, `ns/name`) →
     /// (the replica's resourceVersion before the write, the written replica). Without it a
     /// reconcile right after an opening could see the gate still Closed and open a second
-    /// cluster's gate. Manager Workloads we wrote are kept here too, under cluster `""`.
-    pub opened: Mutex<HashMap<(String, String), OpenedGate>>,
+    /// cluster's gate.
+    pub opened: Mutex<HashMap<(String, String), Written<CachedReplica>>>,
+    /// Manager Workloads we wrote that the cache may not show yet, by `ns/name`.
+    pub written: Mutex<HashMap<String, Written<Workload>>>,
     /// Open gates stamped in the future (see [`gate_clock`]): (cluster, `ns/name`) → (the
     /// stamp, when the manager first saw it).
     pub future_gates: Mutex<HashMap<(String, String), FutureGate>>,
@@ -84,7 +83,7 @@ pub struct Context {
     /// (when, the created replica). Without it a pass right after a creation (woken by
     /// another worker's cache) would create the replica again and be refused (409): two
     /// requests for nothing.
-    pub created: Mutex<HashMap<(String, String), (std::time::Instant, Workload)>>,
+    pub created: Mutex<HashMap<(String, String), (std::time::Instant, CachedReplica)>>,
 }
 
 /// How long a created replica stands in for one the worker's cache does not show yet.
@@ -129,24 +128,16 @@ impl Context {
     }
 
     /// The cached replica, or the one we wrote if the cache has not caught up with it yet.
-    pub fn newest(&self, cluster: &str, cached: &Workload) -> Workload {
+    pub fn newest(&self, cluster: &str, cached: &CachedReplica) -> CachedReplica {
         let id = (cluster.to_string(), workload_key(cached));
-        let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
-        match opened.get(&id) {
-            Some((replaced, written)) if *replaced == cached.resource_version() => written.clone(),
-            Some(_) => {
-                opened.remove(&id);
-                cached.clone()
-            }
-            None => cached.clone(),
-        }
+        newest(&self.opened, &id, cached)
     }
 
     /// The cached manager Workload, or the one we wrote if the cache has not caught up with
     /// it yet: a pass planned from the older version would repeat our write, or be refused
     /// (409) and retried — either way an API write for nothing.
     pub fn newest_workload(&self, cached: &Workload) -> Workload {
-        self.newest(MANAGER, cached)
+        newest(&self.written, &workload_key(cached), cached)
     }
 
     /// Remembers a replica we created until its worker's cache shows it.
@@ -156,7 +147,7 @@ impl Context {
         memory.retain(|_, (at, _)| now.duration_since(*at) < CREATED_MEMORY);
         memory.insert(
             (cluster.to_string(), workload_key(&created)),
-            (now, created),
+            (now, CachedReplica::compact(created)),
         );
     }
 
@@ -167,7 +158,7 @@ impl Context {
     }
 
     /// The replica of `wl` we created on `cluster` lately, if the cache does not show it.
-    fn recently_created(&self, cluster: &str, wl: &Workload) -> Option<Workload> {
+    fn recently_created(&self, cluster: &str, wl: &Workload) -> Option<CachedReplica> {
         let memory = self.created.lock().unwrap_or_else(|p| p.into_inner());
         memory
             .get(&(cluster.to_string(), workload_key(wl)))
@@ -177,25 +168,29 @@ impl Context {
 
     /// Remembers a manager Workload we wrote until the cache shows a newer version.
     pub fn remember_written(&self, before: &Workload, written: Workload) {
-        self.remember_opened(MANAGER, before, written);
+        let key = workload_key(before);
+        remember(
+            &self.written,
+            key,
+            before,
+            stripped_manager_workload(written),
+        );
     }
 
     /// Remembers a replica we wrote until the cache shows a newer version.
     pub fn remember_opened(&self, cluster: &str, before: &Workload, written: Workload) {
-        let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
-        // Entries of replicas deleted before their cache caught up would linger: keep few.
-        if opened.len() > 10_000 {
-            opened.clear();
-        }
-        opened.insert(
-            (cluster.to_string(), workload_key(before)),
-            (before.resource_version(), written),
-        );
+        let key = (cluster.to_string(), workload_key(before));
+        remember(&self.opened, key, before, CachedReplica::compact(written));
     }
 
     /// The replica with an Open gate stamped in the future counted from when the manager
     /// first saw that stamp.
-    fn trusted_gate_time(&self, cluster: &str, replica: Workload, now: DateTime<Utc>) -> Workload {
+    fn trusted_gate_time(
+        &self,
+        cluster: &str,
+        replica: CachedReplica,
+        now: DateTime<Utc>,
+    ) -> CachedReplica {
         let id = (cluster.to_string(), workload_key(&replica));
         let mut seen = self.future_gates.lock().unwrap_or_else(|p| p.into_inner());
         let Some(stamp) = gate_clock::future_open_time(&replica, now) else {
@@ -213,7 +208,7 @@ impl Context {
                 now
             }
         };
-        gate_clock::with_open_time(replica, first_seen)
+        replica.map(|r| gate_clock::with_open_time(r, first_seen))
     }
 
     /// The route's clusters (those with a MultiKueueCluster) and our replicas on the connected ones.
@@ -221,11 +216,11 @@ impl Context {
         &self,
         route: Option<&Route>,
         wl: &Workload,
-    ) -> (Vec<ClusterView>, BTreeMap<String, Workload>) {
+    ) -> (Vec<ClusterView>, BTreeMap<String, CachedReplica>) {
         let mut views = Vec::new();
         let mut replicas = BTreeMap::new();
-        let key =
-            ObjectRef::<Workload>::new(&wl.name_any()).within(&wl.namespace().unwrap_or_default());
+        let key = ObjectRef::<CachedReplica>::new(&wl.name_any())
+            .within(&wl.namespace().unwrap_or_default());
         let names: Vec<String> = match route {
             Some(r) => r.clusters.clone(),
             // Not routed (any more): look everywhere for replicas to clean up.
@@ -273,6 +268,43 @@ impl Context {
         }
         (views, replicas)
     }
+}
+
+/// The newest of the cached object and the one we wrote, and forgets what we wrote once the
+/// cache moved on.
+fn newest<K: std::hash::Hash + Eq, T: Resource + Clone>(
+    memory: &Mutex<HashMap<K, Written<T>>>,
+    id: &K,
+    cached: &T,
+) -> T {
+    let mut memory = memory.lock().unwrap_or_else(|p| p.into_inner());
+    match memory.get(id) {
+        Some((replaced, written))
+            if replaced.as_deref() == cached.meta().resource_version.as_deref() =>
+        {
+            written.clone()
+        }
+        Some(_) => {
+            memory.remove(id);
+            cached.clone()
+        }
+        None => cached.clone(),
+    }
+}
+
+/// Remembers what we wrote over `before` until the cache shows a newer version.
+fn remember<K: std::hash::Hash + Eq, T>(
+    memory: &Mutex<HashMap<K, Written<T>>>,
+    id: K,
+    before: &Workload,
+    written: T,
+) {
+    let mut memory = memory.lock().unwrap_or_else(|p| p.into_inner());
+    // Entries of objects deleted before their cache caught up would linger: keep few.
+    if memory.len() > 10_000 {
+        memory.clear();
+    }
+    memory.insert(id, (before.resource_version(), written));
 }
 
 /// `namespace/name` of a Workload.

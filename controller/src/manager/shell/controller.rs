@@ -12,6 +12,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 
 use crate::manager::plan::lifecycle::{self, EventType, FINALIZER, Observation};
+use crate::manager::plan::replica::CachedReplica;
 use crate::manager::plan::routing::Route;
 use crate::manager::shell::context::{Context, ReconcileError};
 use crate::manager::shell::events::publish;
@@ -88,7 +89,7 @@ fn track_gated(
     ctx: &Context,
     wl: &Workload,
     route: Option<&Route>,
-    replicas: &BTreeMap<String, Workload>,
+    replicas: &BTreeMap<String, CachedReplica>,
 ) {
     let key = format!("{}/{}", wl.namespace().unwrap_or_default(), wl.name_any());
     let waiting = route.is_some()

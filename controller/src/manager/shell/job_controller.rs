@@ -52,18 +52,19 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Recon
     let mut winner_replica = None;
     let mut winner_jobs_known = false;
     for (cluster, worker) in ctx.pool.connected() {
-        for copy in worker.jobs.state() {
-            if copy.namespace().as_deref() == Some(namespace.as_str())
-                && is_copy_of(&copy, &workload_name, &ctx.config.origin)
-            {
-                copies.insert(cluster.clone(), (*copy).clone());
-            }
+        // The copy has the manager Job's name.
+        if let Some(copy) = worker
+            .jobs
+            .get(&ObjectRef::new(&job.name_any()).within(&namespace))
+            .filter(|copy| is_copy_of(copy, &workload_name, &ctx.config.origin))
+        {
+            copies.insert(cluster.clone(), (*copy).clone());
         }
         if winner.as_deref() == Some(cluster.as_str()) {
             winner_replica = worker
                 .replicas
                 .get(&ObjectRef::new(&workload_name).within(&namespace))
-                .map(|r| (*r).clone());
+                .map(|r| r.object().clone());
             winner_jobs_known = worker.jobs.wait_until_ready().now_or_never().is_some();
         }
     }

@@ -12,8 +12,9 @@ use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Preconditions};
+use kube::runtime::WatchStreamExt;
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Controller, watcher};
 use kube::{Client, ResourceExt};
 use tokio::sync::mpsc;
@@ -28,10 +29,10 @@ use crate::manager::shell::controller::reconcile;
 use crate::manager::shell::execute::deletions::delete_job_copy;
 use crate::manager::shell::job_controller;
 use crate::manager::shell::queue_writer::keep_queue_status;
-use crate::manager::shell::stores::ManagerStores;
+use crate::manager::shell::stores::{ManagerStores, strip_manager_workload};
 use crate::manager::shell::workers::{Triggers, WorkerPool};
 use crate::shutdown::Shutdown;
-use crate::watch::{cache, spec_cache, synced};
+use crate::watch::{Watchable, cache, spec_cache, strip_managed_fields, synced};
 
 /// What wakes the controllers and the loops: the senders, shared by every task.
 #[derive(Clone)]
@@ -109,9 +110,10 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
         config.worker_client.clone(),
     );
     let (clusters, secrets) = follow_clusters(&client, &config, &namespace, &pool, &wake);
-    let controller = Controller::new(
+    let controller = stripped_controller(
         Api::<Workload>::all(client.clone()),
         watcher::Config::default(),
+        strip_manager_workload,
     );
     let stores = routing_caches(&client, controller.store(), clusters, &wake);
     let context = new_context(&client, &config, &stores, &pool, &metrics, &wake);
@@ -154,6 +156,20 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
     Ok(())
 }
 
+/// A controller whose cache holds objects as `strip` leaves them.
+fn stripped_controller<K>(api: Api<K>, config: watcher::Config, strip: fn(&mut K)) -> Controller<K>
+where
+    K: Watchable,
+{
+    let (reader, writer) = reflector::store::<K>();
+    let objects = watcher(api, config)
+        .default_backoff()
+        .modify(strip)
+        .reflect(writer)
+        .applied_objects();
+    Controller::for_stream(objects, reader)
+}
+
 /// What the reconcilers share.
 fn new_context(
     client: &Client,
@@ -178,6 +194,7 @@ fn new_context(
         ),
         gated: Mutex::new(HashSet::new()),
         opened: Mutex::new(HashMap::new()),
+        written: Mutex::new(HashMap::new()),
         future_gates: Mutex::new(HashMap::new()),
         created: Mutex::new(HashMap::new()),
         queues_changed: wake.queues_changed.clone(),
@@ -276,9 +293,10 @@ async fn run_controllers(
         });
     // Manager Jobs: only queued ones are cached; their Workloads (through the Workload
     // reconciler, see `Context::job_wakeups`) and their copies on the workers wake them.
-    let jobs_running = Controller::new(
+    let jobs_running = stripped_controller(
         Api::<Job>::all(client),
         watcher::Config::default().labels(QUEUE_NAME_LABEL),
+        strip_managed_fields,
     )
     .reconcile_on(UnboundedReceiverStream::new(woken.jobs))
     .graceful_shutdown_on(shutdown.requested())

@@ -5,7 +5,8 @@ use baton_crds::workload::Workload;
 use baton_crds::{AdmissionCheck, ClusterQueue, LocalQueue, MultiKueueCluster, MultiKueueConfig};
 use kube::runtime::reflector::Store;
 
-use crate::watch::synced;
+use crate::manager::plan::replica::LAST_APPLIED;
+use crate::watch::{strip_managed_fields, synced};
 
 #[derive(Clone)]
 pub struct ManagerStores {
@@ -29,4 +30,20 @@ impl ManagerStores {
             synced(&self.clusters),
         );
     }
+}
+
+/// A manager Workload as its cache keeps it: without managed fields and kubectl's copy of
+/// the applied object (replicas do not carry it, and the manager writes only the status and
+/// the finalizers, never the whole object).
+pub fn strip_manager_workload(wl: &mut Workload) {
+    strip_managed_fields(wl);
+    if let Some(annotations) = wl.metadata.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+    }
+}
+
+/// See [`strip_manager_workload`].
+pub fn stripped_manager_workload(mut wl: Workload) -> Workload {
+    strip_manager_workload(&mut wl);
+    wl
 }

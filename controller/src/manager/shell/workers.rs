@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use baton_crds::MultiKueueCluster;
 use baton_crds::conditions::{ConditionStatus, NewCondition, set_condition};
+use baton_crds::constants::job::PREBUILT_WORKLOAD_LABEL;
 use baton_crds::constants::{MULTIKUEUE_ORIGIN_LABEL, condition, reason};
 use baton_crds::workload::Workload;
 use chrono::{DateTime, Utc};
@@ -29,6 +30,7 @@ use crate::config::ClientConfig;
 use crate::manager::plan::connection::reconnect::{Reconnect, Retry};
 use crate::manager::plan::connection::watch_health::{Probe, Verdict, WatchHealth, with_causes};
 use crate::manager::plan::kubeconfig::KubeconfigProblem;
+use crate::manager::plan::replica::CachedReplica;
 use crate::metrics::Metrics;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -40,7 +42,7 @@ pub enum WorkerState {
     /// the replica cache as it was when the connection was lost (`None`: never connected).
     Down {
         since: DateTime<Utc>,
-        last_known: Option<Store<Workload>>,
+        last_known: Option<Store<CachedReplica>>,
     },
     Active(Box<Connected>),
 }
@@ -48,7 +50,7 @@ pub enum WorkerState {
 #[derive(Clone)]
 pub struct Connected {
     pub client: Client,
-    pub replicas: Store<Workload>,
+    pub replicas: Store<CachedReplica>,
     /// Our copies of manager Jobs on this worker (scoped by the origin label).
     pub jobs: Store<Job>,
     pub recorder: Recorder,
@@ -66,8 +68,8 @@ pub struct Triggers {
 }
 
 impl Triggers {
-    fn workload(&self, obj: &Workload) {
-        let _ = self.refs.send(ObjectRef::from_obj(obj));
+    fn replica(&self, obj: &CachedReplica) {
+        let _ = self.refs.send(ObjectRef::from_obj(obj.object()));
     }
     fn job(&self, obj: &Job) {
         let _ = self.jobs.send(ObjectRef::from_obj(obj));
@@ -220,7 +222,7 @@ async fn run_worker(
     let label = Metrics::cluster(&cluster);
     let mut history = Reconnect::default();
     let mut down_since = Utc::now();
-    let mut last_known: Option<Store<Workload>> = None;
+    let mut last_known: Option<Store<CachedReplica>> = None;
     loop {
         let failure =
             match connect_and_watch(&cluster, &kubeconfig, &state, &pool, &mut history).await {
@@ -305,7 +307,7 @@ async fn connect_and_watch(
         None => return Err(NO_ANSWER.to_string()),
     }
 
-    let (reader, mut writer) = reflector::store::<Workload>();
+    let (reader, mut writer) = reflector::store::<CachedReplica>();
     let selector = format!("{MULTIKUEUE_ORIGIN_LABEL}={}", pool.origin);
     // The copies of manager Jobs are watched beside the replicas, and stop with them.
     let (jobs, job_watch) = watch_jobs(cluster, &client, &selector, &pool.triggers);
@@ -345,6 +347,7 @@ async fn connect_and_watch(
                 }
             }
         };
+        let event = compact(event);
         writer.apply_watcher_event(&event);
         match &event {
             watcher::Event::InitDone => {
@@ -375,12 +378,24 @@ async fn connect_and_watch(
             watcher::Event::Apply(obj)
             | watcher::Event::Delete(obj)
             | watcher::Event::InitApply(obj) => {
-                pool.triggers.workload(obj);
+                pool.triggers.replica(obj);
             }
             watcher::Event::Init => {}
         }
     }
     Ok(())
+}
+
+/// A watch event with the replica as the manager caches it.
+fn compact(event: watcher::Event<Workload>) -> watcher::Event<CachedReplica> {
+    use watcher::Event;
+    match event {
+        Event::Apply(o) => Event::Apply(CachedReplica::compact(o)),
+        Event::Delete(o) => Event::Delete(CachedReplica::compact(o)),
+        Event::InitApply(o) => Event::InitApply(CachedReplica::compact(o)),
+        Event::Init => Event::Init,
+        Event::InitDone => Event::InitDone,
+    }
 }
 
 /// Aborts a background task when dropped.
@@ -406,6 +421,7 @@ fn watch_jobs(
     let api: Api<Job> = Api::all(client.clone());
     let stream = watcher(api, watcher::Config::default().labels(selector))
         .default_backoff()
+        .modify(strip_job_copy)
         .reflect(writer)
         .touched_objects();
     let (cluster, triggers) = (cluster.to_string(), triggers.clone());
@@ -419,6 +435,19 @@ fn watch_jobs(
         }
     });
     (reader, task)
+}
+
+/// A Job copy as the manager caches it: its identity, the labels that bind it to a replica,
+/// and its status (mirrored onto the manager Job). The spec, pod template and all, is the
+/// manager Job's: nothing reads it from the copy.
+fn strip_job_copy(job: &mut Job) {
+    job.metadata.managed_fields = None;
+    job.metadata.annotations = None;
+    job.metadata.owner_references = None;
+    if let Some(labels) = job.metadata.labels.as_mut() {
+        labels.retain(|k, _| k == MULTIKUEUE_ORIGIN_LABEL || k == PREBUILT_WORKLOAD_LABEL);
+    }
+    job.spec = None;
 }
 
 /// A client that sends at most `burst` requests at once and `qps` per second on average

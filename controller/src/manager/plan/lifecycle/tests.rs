@@ -148,11 +148,19 @@ fn run_with(
             workload: wl,
             route: Some(&route),
             clusters,
-            replicas,
+            replicas: &cached(replicas),
             now: t(now),
         },
         config,
     )
+}
+
+/// Replicas as the manager's cache holds them.
+fn cached(replicas: &BTreeMap<String, Workload>) -> BTreeMap<String, CachedReplica> {
+    replicas
+        .iter()
+        .map(|(c, r)| (c.clone(), CachedReplica::compact(r.clone())))
+        .collect()
 }
 
 fn with_status(mut wl: Workload, plan: &Plan) -> Workload {
@@ -515,7 +523,7 @@ fn a_workload_that_leaves_multikueue_is_cleaned_up() {
             workload: &wl,
             route: None,
             clusters: &clusters,
-            replicas: &replicas,
+            replicas: &cached(&replicas),
             now: t(1),
         },
         &config(),

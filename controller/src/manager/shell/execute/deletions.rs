@@ -4,16 +4,19 @@
 //! on the manager Job.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use baton_crds::constants::MULTIKUEUE_GATE;
 use baton_crds::workload::{GateState, Workload};
 use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Preconditions};
+use kube::runtime::reflector::ObjectRef;
 
 use super::{Outcome, is_conflict, is_not_found};
 use crate::manager::plan::lifecycle::{EventType, Removal, RemovalCause};
 use crate::manager::plan::remote_job::is_copy_of;
+use crate::manager::plan::replica::CachedReplica;
 use crate::manager::shell::context::{Context, ReconcileError};
 use crate::manager::shell::events::publish;
 use crate::manager::shell::workers::{Connected, WorkerState};
@@ -22,7 +25,7 @@ use crate::metrics::Metrics;
 pub async fn run(
     ctx: &Context,
     wl: &Workload,
-    replicas: &BTreeMap<String, Workload>,
+    replicas: &BTreeMap<String, CachedReplica>,
     deletions: &[Removal],
 ) -> Result<Outcome, ReconcileError> {
     let ns = wl.namespace().unwrap_or_default();
@@ -37,7 +40,7 @@ pub async fn run(
         let origin = ctx.config.origin.as_str();
         Some(async move {
             if deletion.cause != RemovalCause::Finished {
-                delete_job_copies(&worker, &name, origin, &deletion.cluster).await;
+                delete_job_copies(&worker, wl, origin, &deletion.cluster).await;
             }
             (deletion, api.delete(&name, &params).await)
         })
@@ -112,7 +115,7 @@ fn removal_message(removed: &[&Removal]) -> String {
 fn deleted(
     ctx: &Context,
     wl: &Workload,
-    replicas: &BTreeMap<String, Workload>,
+    replicas: &BTreeMap<String, CachedReplica>,
     deletion: &Removal,
 ) {
     ctx.metrics
@@ -124,7 +127,7 @@ fn deleted(
     if !runs_there
         && replicas
             .get(&deletion.cluster)
-            .is_some_and(may_have_preempted)
+            .is_some_and(|r| may_have_preempted(r))
     {
         ctx.metrics
             .wasted_preemptions
@@ -137,15 +140,25 @@ fn deleted(
 /// Deletes our copies of the manager Job bound to replica `workload` on one worker; their
 /// pods go with them (background propagation). Failures are logged: the garbage collector
 /// and the Job adapter try again.
-pub async fn delete_job_copies(worker: &Connected, workload: &str, origin: &str, cluster: &str) {
-    for copy in worker.jobs.state() {
-        if !is_copy_of(&copy, workload, origin) {
-            continue;
-        }
+pub async fn delete_job_copies(worker: &Connected, wl: &Workload, origin: &str, cluster: &str) {
+    for copy in job_copies(worker, wl, origin) {
         if let Err(e) = delete_job_copy(worker, &copy).await {
             tracing::warn!(%cluster, job = %copy.name_any(), error = %e, "cannot delete the Job copy");
         }
     }
+}
+
+/// Our copies, on one worker, of the Jobs owning manager Workload `wl`, bound to its replica
+/// there. A copy has its manager Job's name: each is looked up by name, not found by a scan.
+pub fn job_copies(worker: &Connected, wl: &Workload, origin: &str) -> Vec<Arc<Job>> {
+    let namespace = wl.namespace().unwrap_or_default();
+    let workload = wl.name_any();
+    wl.owner_references()
+        .iter()
+        .filter(|o| o.kind == "Job")
+        .filter_map(|o| worker.jobs.get(&ObjectRef::new(&o.name).within(&namespace)))
+        .filter(|copy| is_copy_of(copy, &workload, origin))
+        .collect()
 }
 
 /// Deletes one Job copy (by uid, so a newer Job of the same name is never touched), with its

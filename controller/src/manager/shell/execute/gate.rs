@@ -13,6 +13,7 @@ use kube::{Resource, ResourceExt};
 
 use super::{Outcome, conflict_or};
 use crate::manager::plan::lifecycle::{EventType, GateOpening};
+use crate::manager::plan::replica::CachedReplica;
 use crate::manager::shell::context::{Context, ReconcileError};
 use crate::manager::shell::events::publish;
 use crate::manager::shell::workers::WorkerState;
@@ -24,7 +25,7 @@ use baton_core::ungate::opening_message;
 pub async fn open(
     ctx: &Context,
     wl: &Workload,
-    replicas: &BTreeMap<String, Workload>,
+    replicas: &BTreeMap<String, CachedReplica>,
     opening: &GateOpening,
 ) -> Result<Outcome, ReconcileError> {
     let (Some(replica), WorkerState::Active(worker)) = (
@@ -34,7 +35,7 @@ pub async fn open(
         return Ok(Outcome::Done);
     };
     let now = Utc::now();
-    let mut opened = replica.clone();
+    let mut opened = replica.object().clone();
     set_gate_state(
         opened.status.get_or_insert_with(Default::default),
         MULTIKUEUE_GATE,

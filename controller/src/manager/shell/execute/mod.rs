@@ -17,6 +17,7 @@ use kube::runtime::controller::Action;
 
 use super::context::{Context, ReconcileError};
 use crate::manager::plan::lifecycle::{FinalizerAction, Plan};
+use crate::manager::plan::replica::CachedReplica;
 
 /// A conflict means our cache was stale: look again soon, with fresh data.
 const AFTER_CONFLICT: Duration = Duration::from_millis(50);
@@ -29,7 +30,7 @@ const RETRY_CREATION: Duration = Duration::from_secs(2);
 pub async fn execute(
     ctx: &Context,
     wl: &Workload,
-    replicas: &BTreeMap<String, Workload>,
+    replicas: &BTreeMap<String, CachedReplica>,
     plan: Plan,
 ) -> Result<Action, ReconcileError> {
     if plan.finalizer == Some(FinalizerAction::Add) {

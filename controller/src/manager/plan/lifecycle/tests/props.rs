@@ -23,7 +23,7 @@ impl World {
                 workload: &self.workload,
                 route: self.routed.then_some(&route),
                 clusters: &self.clusters,
-                replicas: &self.replicas,
+                replicas: &cached(&self.replicas),
                 now: t(now),
             },
             &self.config,
