@@ -216,48 +216,12 @@ pub fn parse_csv(text: &str) -> Result<Trace, TraceError> {
                 "a `# workers: NAME=CPUS ...` line must come before the workloads",
             ));
         };
-        let cell = |field: usize| -> Option<&str> {
-            columns[field]
-                .and_then(|c| cells.get(c).copied())
-                .filter(|c| !c.is_empty())
+        let row = CsvRow {
+            cells,
+            columns,
+            line,
         };
-        let required = |field: usize| -> Result<&str, TraceError> {
-            cell(field).ok_or_else(|| field_error(line, COLUMNS[field], "missing value"))
-        };
-        let number = |field: usize| -> Result<f64, TraceError> {
-            let text = required(field)?;
-            text.parse::<f64>()
-                .map_err(|_| field_error(line, COLUMNS[field], format!("{text:?} is not a number")))
-        };
-        let pods = match cell(3) {
-            None => 1,
-            Some(t) => t
-                .parse::<u32>()
-                .map_err(|_| field_error(line, "pods", format!("{t:?} is not a whole number")))?,
-        };
-        let priority = match cell(4) {
-            None => 0,
-            Some(t) => t.parse::<i32>().map_err(|_| {
-                field_error(line, "priority", format!("{t:?} is not a whole number"))
-            })?,
-        };
-        let cluster = match cell(7) {
-            None => None,
-            Some(c) => Some(cluster_index(workers, c, line)?),
-        };
-        let workload = TraceWorkload {
-            name: required(0)?.to_string(),
-            arrival: seconds(number(1)?, line, "arrival")?,
-            cpu_milli: milli_cpus(number(2)?, line, "cpus")?,
-            pods,
-            priority,
-            run: seconds(number(5)?, line, "run")?,
-            stop: match cell(6) {
-                None => 0,
-                Some(_) => seconds(number(6)?, line, "stop")?,
-            },
-            cluster,
-        };
+        let workload = row.workload(workers)?;
         check_workload(&workload, workers, line, line, &mut names)?;
         workloads.push(workload);
     }
@@ -265,6 +229,79 @@ pub fn parse_csv(text: &str) -> Result<Trace, TraceError> {
         TraceError::Other("the CSV trace has no `# workers: NAME=CPUS ...` line".to_string())
     })?;
     Ok(finish(workers, workloads))
+}
+
+/// A workload line of a CSV trace, read through the header's `columns` (the cell of each
+/// of [`COLUMNS`], if the header names it).
+struct CsvRow<'a> {
+    cells: Vec<&'a str>,
+    columns: &'a [Option<usize>],
+    line: usize,
+}
+
+impl<'a> CsvRow<'a> {
+    /// The workload the line describes (not yet checked against the others and the workers'
+    /// size: `check_workload`).
+    fn workload(&self, workers: &[WorkerSpec]) -> Result<TraceWorkload, TraceError> {
+        let line = self.line;
+        let pods = self.whole(3)?.unwrap_or(1);
+        let priority = self.whole(4)?.unwrap_or(0);
+        let cluster = match self.cell(7) {
+            None => None,
+            Some(c) => Some(cluster_index(workers, c, line)?),
+        };
+        Ok(TraceWorkload {
+            name: self.required(0)?.to_string(),
+            arrival: seconds(self.number(1)?, line, "arrival")?,
+            cpu_milli: milli_cpus(self.number(2)?, line, "cpus")?,
+            pods,
+            priority,
+            run: seconds(self.number(5)?, line, "run")?,
+            stop: match self.cell(6) {
+                None => 0,
+                Some(_) => seconds(self.number(6)?, line, "stop")?,
+            },
+            cluster,
+        })
+    }
+
+    /// The cell of `COLUMNS[field]`; `None` when the header lacks the column or the cell is
+    /// empty.
+    fn cell(&self, field: usize) -> Option<&'a str> {
+        self.columns[field]
+            .and_then(|c| self.cells.get(c).copied())
+            .filter(|c| !c.is_empty())
+    }
+
+    fn required(&self, field: usize) -> Result<&'a str, TraceError> {
+        self.cell(field)
+            .ok_or_else(|| field_error(self.line, COLUMNS[field], "missing value"))
+    }
+
+    fn number(&self, field: usize) -> Result<f64, TraceError> {
+        let text = self.required(field)?;
+        text.parse::<f64>().map_err(|_| {
+            field_error(
+                self.line,
+                COLUMNS[field],
+                format!("{text:?} is not a number"),
+            )
+        })
+    }
+
+    /// An optional whole number; `None` when the cell is absent or empty.
+    fn whole<T: std::str::FromStr>(&self, field: usize) -> Result<Option<T>, TraceError> {
+        let Some(text) = self.cell(field) else {
+            return Ok(None);
+        };
+        text.parse::<T>().map(Some).map_err(|_| {
+            field_error(
+                self.line,
+                COLUMNS[field],
+                format!("{text:?} is not a whole number"),
+            )
+        })
+    }
 }
 
 fn parse_header(cells: &[&str], line: usize) -> Result<Vec<Option<usize>>, TraceError> {

@@ -37,22 +37,7 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
     let (wake, woken) = mpsc::unbounded_channel::<()>();
     // The Job loop shares the Workload and ResourceFlavor caches; their changes wake both.
     let (jobs_wake, jobs_woken) = mpsc::unbounded_channel::<()>();
-    let caches = Caches {
-        workloads: cache(
-            Api::all(client.clone()),
-            tee(wake.clone(), jobs_wake.clone()),
-        ),
-        cluster_queues: cache(Api::all(client.clone()), wake.clone()),
-        local_queues: cache(Api::all(client.clone()), wake.clone()),
-        flavors: cache(
-            Api::all(client.clone()),
-            tee(wake.clone(), jobs_wake.clone()),
-        ),
-        workload_classes: cache(Api::all(client.clone()), wake.clone()),
-        pod_classes: cache(Api::all(client.clone()), wake.clone()),
-        budgets: Some(cache(Api::all(client.clone()), wake.clone())),
-        namespaces: cache(Api::all(client.clone()), wake.clone()),
-    };
+    let caches = watch_caches(&client, &wake, &jobs_wake);
     caches.synced().await;
     ready.set_ready();
     tracing::info!("caches synced; scheduling");
@@ -69,16 +54,9 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
         metrics.clone(),
         shutdown.clone(),
     ));
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: "baton-worker".into(),
-            instance: std::env::var("POD_NAME").ok(),
-        },
-    );
     let shell = Shell {
+        recorder: recorder(&client),
         client,
-        recorder,
         metrics,
         caches,
         wake,
@@ -87,22 +65,9 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
             holding: Holding::UntilJobStops,
         },
     };
-    let mut state = LoopState::default();
-    let mut wakeups = Wakeups::new(woken);
-    let stop = shutdown.requested();
-    tokio::pin!(stop);
-    // A cycle runs to its end (its writes included) before a stop or a lost lease is
-    // noticed: no decision is ever half applied.
-    loop {
-        tokio::select! {
-            more = wakeups.next(&mut state) => if !more { break },
-            _ = &mut stop => break,
-            _ = leader::lost(&mut leadership) => {
-                job_loop.abort();
-                anyhow::bail!("lost the leader Lease; stopping so that the new leader acts alone");
-            }
-        }
-        cycle(&shell, &mut state).await;
+    if let Err(lost) = schedule(&shell, woken, shutdown, &mut leadership).await {
+        job_loop.abort();
+        return Err(lost);
     }
     // The Job loop stops on the same request after its current pass.
     if tokio::time::timeout(JOB_LOOP_STOP, &mut job_loop)
@@ -115,6 +80,68 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
         leadership.release().await;
     }
     Ok(())
+}
+
+/// The caches the admission loop reads; the Workload and ResourceFlavor ones wake the Job
+/// loop too.
+fn watch_caches(
+    client: &Client,
+    wake: &mpsc::UnboundedSender<()>,
+    jobs_wake: &mpsc::UnboundedSender<()>,
+) -> Caches {
+    Caches {
+        workloads: cache(
+            Api::all(client.clone()),
+            tee(wake.clone(), jobs_wake.clone()),
+        ),
+        cluster_queues: cache(Api::all(client.clone()), wake.clone()),
+        local_queues: cache(Api::all(client.clone()), wake.clone()),
+        flavors: cache(
+            Api::all(client.clone()),
+            tee(wake.clone(), jobs_wake.clone()),
+        ),
+        workload_classes: cache(Api::all(client.clone()), wake.clone()),
+        pod_classes: cache(Api::all(client.clone()), wake.clone()),
+        budgets: Some(cache(Api::all(client.clone()), wake.clone())),
+        namespaces: cache(Api::all(client.clone()), wake.clone()),
+    }
+}
+
+/// The worker's event recorder.
+fn recorder(client: &Client) -> Recorder {
+    Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "baton-worker".into(),
+            instance: std::env::var("POD_NAME").ok(),
+        },
+    )
+}
+
+/// Runs admission cycles until a stop is requested or nothing can wake the loop any more
+/// (`Ok`), or the leader Lease is lost (`Err`).
+async fn schedule(
+    shell: &Shell,
+    woken: mpsc::UnboundedReceiver<()>,
+    shutdown: Shutdown,
+    leadership: &mut Option<leader::Leadership>,
+) -> anyhow::Result<()> {
+    let mut state = LoopState::default();
+    let mut wakeups = Wakeups::new(woken);
+    let stop = shutdown.requested();
+    tokio::pin!(stop);
+    // A cycle runs to its end (its writes included) before a stop or a lost lease is
+    // noticed: no decision is ever half applied.
+    loop {
+        tokio::select! {
+            more = wakeups.next(&mut state) => if !more { return Ok(()) },
+            _ = &mut stop => return Ok(()),
+            _ = leader::lost(leadership) => {
+                anyhow::bail!("lost the leader Lease; stopping so that the new leader acts alone");
+            }
+        }
+        cycle(shell, &mut state).await;
+    }
 }
 
 /// A sender whose ticks reach both `a` and `b`.

@@ -459,72 +459,107 @@ where
         borrowing: false,
         short: Vec::new(),
     };
-    let prior = |fr: FrId| {
-        already
-            .iter()
-            .find(|(id, _)| *id == fr)
-            .map_or(0, |(_, a)| *a)
-    };
     for (resource, amount) in wanted() {
-        let unavailable = FlavorProblem::Unavailable {
-            resource,
-            flavor: at,
+        let pair = snapshot
+            .frs
+            .get(flavor, resource)
+            .filter(|&fr| snapshot.quota.limits(queue, fr).is_some());
+        let problem = match pair {
+            Some(fr) => result.weigh(snapshot, queue, resource, fr, amount + prior(already, fr)),
+            None => {
+                result.mode = Mode::NoFit;
+                Some(FlavorProblem::Unavailable {
+                    resource,
+                    flavor: at,
+                })
+            }
         };
-        let Some(fr) = snapshot.frs.get(flavor, resource) else {
-            problems.push(unavailable);
-            result.mode = Mode::NoFit;
-            continue;
-        };
-        if snapshot.quota.limits(queue, fr).is_none() {
-            problems.push(unavailable);
-            result.mode = Mode::NoFit;
-            continue;
-        }
-        let value = amount + prior(fr);
-        if snapshot.quota.borrows_with(queue, fr, value) {
-            result.borrowing = true;
-        }
-        let available = snapshot.quota.available(queue, fr);
-        if value <= available {
-            continue;
-        }
-        let potential = snapshot.quota.potential(queue, fr);
-        if value <= potential {
-            result.short.push(fr);
-            result.mode = result.mode.min(Mode::Preempt);
-            problems.push(FlavorProblem::Insufficient {
-                resource,
-                flavor: at,
-                more: value - available,
-            });
-        } else {
-            result.mode = Mode::NoFit;
-            problems.push(FlavorProblem::OverCapacity {
-                resource,
-                flavor: at,
-                value,
-                potential,
-            });
-        }
+        problems.extend(problem);
     }
-    // The demand is built only for a workload that may preempt at all: most do not.
-    let possible = || {
-        // Every wanted resource has a pair here, or the mode would be NoFit.
-        let demand: Usage = wanted()
-            .filter_map(|(r, amount)| {
-                snapshot
-                    .frs
-                    .get(flavor, r)
-                    .map(|fr| (fr, amount + prior(fr)))
-            })
-            .collect();
-        preemption_possible(snapshot, pending, &demand, &result.short)
-    };
-    if result.mode == Mode::Preempt && !(any_candidate_possible(snapshot, pending) && possible()) {
+    if result.mode == Mode::Preempt
+        && !victims_possible(snapshot, pending, flavor, wanted, already, &result.short)
+    {
         result.mode = Mode::NoFit;
         problems.push(FlavorProblem::NoVictims(at));
     }
     result
+}
+
+impl FlavorResult {
+    /// Weighs `value` of pair `fr` (the flavor's `resource`) against the queue's quota:
+    /// notes borrowing and, when it does not fit without preempting, lowers the mode and
+    /// says why.
+    fn weigh<'a>(
+        &mut self,
+        snapshot: &Snapshot,
+        queue: usize,
+        resource: &'a str,
+        fr: FrId,
+        value: i128,
+    ) -> Option<FlavorProblem<'a>> {
+        if snapshot.quota.borrows_with(queue, fr, value) {
+            self.borrowing = true;
+        }
+        let available = snapshot.quota.available(queue, fr);
+        if value <= available {
+            return None;
+        }
+        let potential = snapshot.quota.potential(queue, fr);
+        if value <= potential {
+            self.short.push(fr);
+            self.mode = self.mode.min(Mode::Preempt);
+            Some(FlavorProblem::Insufficient {
+                resource,
+                flavor: self.flavor,
+                more: value - available,
+            })
+        } else {
+            self.mode = Mode::NoFit;
+            Some(FlavorProblem::OverCapacity {
+                resource,
+                flavor: self.flavor,
+                value,
+                potential,
+            })
+        }
+    }
+}
+
+/// What the workload's earlier pod sets already use of `fr`.
+fn prior(already: &Usage, fr: FrId) -> i128 {
+    already
+        .iter()
+        .find(|(id, _)| *id == fr)
+        .map_or(0, |(_, a)| *a)
+}
+
+/// Whether preempting could make room for the wanted resources in `flavor`, where the
+/// pairs `short` lack it. The demand is built only for a workload that may preempt at all:
+/// most do not.
+fn victims_possible<'a, I>(
+    snapshot: &Snapshot,
+    pending: &PendingModel,
+    flavor: &str,
+    wanted: &impl Fn() -> I,
+    already: &Usage,
+    short: &[FrId],
+) -> bool
+where
+    I: Iterator<Item = (&'a String, i128)>,
+{
+    if !any_candidate_possible(snapshot, pending) {
+        return false;
+    }
+    // Every wanted resource has a pair here, or the mode would be NoFit.
+    let demand: Usage = wanted()
+        .filter_map(|(r, amount)| {
+            snapshot
+                .frs
+                .get(flavor, r)
+                .map(|fr| (fr, amount + prior(already, fr)))
+        })
+        .collect();
+    preemption_possible(snapshot, pending, &demand, short)
 }
 
 /// Why a flavor's nodes cannot run the pod set, if they cannot.

@@ -76,6 +76,19 @@ fn bad_csv_values_name_the_line_and_the_field() {
             "line 3: field pods: \"1.5\" is not a whole number",
         ),
         (
+            "a,0,1,1,high,5,0,",
+            "line 3: field priority: \"high\" is not a whole number",
+        ),
+        (
+            "a,0,1,1,0,5,soon,",
+            "line 3: field stop: \"soon\" is not a number",
+        ),
+        // Several bad cells: the optional ones are read first.
+        (
+            ",0,1,x,0,5,0,",
+            "line 3: field pods: \"x\" is not a whole number",
+        ),
+        (
             "a,-1,1,1,0,5,0,",
             "line 3: field arrival: -1 must be a number of seconds ≥ 0",
         ),

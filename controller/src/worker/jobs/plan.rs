@@ -21,10 +21,11 @@ use baton_crds::Workload;
 use baton_crds::conditions::{find_condition, is_condition_true};
 use baton_crds::constants::condition;
 use baton_crds::constants::job::{POD_SET_NAME, PREBUILT_WORKLOAD_LABEL};
-use baton_crds::workload::WorkloadStatus;
+use baton_crds::workload::{Admission, WorkloadStatus};
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
 use kube::runtime::events::EventType;
 
@@ -188,10 +189,6 @@ fn lifecycle(view: &JobView<'_>, wl: &Workload, now: DateTime<Utc>) -> Plan {
         if is_running(job) {
             return Plan::default();
         }
-        let placements = match assigned_placements(admission, &pod_set_name(wl), view.flavors) {
-            Ok(p) => p,
-            Err(e) => return Plan::problem(reasons::FLAVOR_MISSING, e.to_string()),
-        };
         // After an eviction the template may still carry the last admission's flavor:
         // start from the recorded one. A first admission keeps the user's own edits.
         let base = if find_condition(conditions, condition::EVICTED).is_some() {
@@ -199,53 +196,89 @@ fn lifecycle(view: &JobView<'_>, wl: &Workload, now: DateTime<Utc>) -> Plan {
         } else {
             template.clone()
         };
-        let wanted = inject(&base, &placements);
-        if wanted != template && is_started(job) {
-            return Plan::write(JobWrite::ClearStartTime(Box::new(job.clone())), None);
-        }
-        let mut started = job.clone();
-        let spec = started.spec.get_or_insert_with(Default::default);
-        spec.template = wanted;
-        spec.suspend = Some(false);
-        let event = Plan::event(
-            EventType::Normal,
-            reasons::STARTED,
-            format!("Admitted by ClusterQueue {}", admission.cluster_queue),
-        );
-        return Plan::write(JobWrite::UpdateJob(Box::new(started)), Some(event));
+        return start(view, wl, admission, &base, &template);
     }
     if is_running(job) {
         if evicted {
-            let why = find_condition(conditions, condition::EVICTED)
-                .map(|c| c.message.clone())
-                .filter(|m| !m.is_empty())
-                .unwrap_or_else(|| "Workload evicted".to_string());
-            let event = Plan::event(EventType::Normal, reasons::STOPPED, why);
-            return Plan::write(
-                JobWrite::UpdateJob(Box::new(suspended(job, Some(original)))),
-                Some(event),
-            );
+            return stop_evicted(job, conditions, original);
         }
         return stop_unadmitted(job);
     }
-    let holds_quota =
-        admission.is_some() || is_condition_true(conditions, condition::QUOTA_RESERVED);
-    if evicted
-        && holds_quota
-        && pods_gone(job)
-        && let Some(s) = status::released(wl, now)
-    {
-        return Plan::write(
-            JobWrite::WorkloadStatus {
-                workload: Box::new(wl.clone()),
-                status: Box::new(s),
-            },
-            None,
-        );
+    if !evicted {
+        return Plan::default();
     }
-    // Only what an admission injected is undone: a pending Job's own edits stay.
-    let restored = restore(&template, original);
-    if !evicted || restored == template {
+    release(job, wl, now).unwrap_or_else(|| restore_template(job, &template, original))
+}
+
+/// Starts a suspended Job whose Workload is admitted: the flavors injected into `base`, then
+/// unsuspended. When that changes the `template` of a started Job, `startTime` is cleared
+/// first.
+fn start(
+    view: &JobView<'_>,
+    wl: &Workload,
+    admission: &Admission,
+    base: &PodTemplateSpec,
+    template: &PodTemplateSpec,
+) -> Plan {
+    let job = view.job;
+    let placements = match assigned_placements(admission, &pod_set_name(wl), view.flavors) {
+        Ok(p) => p,
+        Err(e) => return Plan::problem(reasons::FLAVOR_MISSING, e.to_string()),
+    };
+    let wanted = inject(base, &placements);
+    if wanted != *template && is_started(job) {
+        return Plan::write(JobWrite::ClearStartTime(Box::new(job.clone())), None);
+    }
+    let mut started = job.clone();
+    let spec = started.spec.get_or_insert_with(Default::default);
+    spec.template = wanted;
+    spec.suspend = Some(false);
+    let event = Plan::event(
+        EventType::Normal,
+        reasons::STARTED,
+        format!("Admitted by ClusterQueue {}", admission.cluster_queue),
+    );
+    Plan::write(JobWrite::UpdateJob(Box::new(started)), Some(event))
+}
+
+/// Suspends a running Job whose Workload was evicted (its template restored to `original`
+/// when Kubernetes allows it), saying why it was evicted.
+fn stop_evicted(job: &Job, conditions: &[Condition], original: &PodTemplateSpec) -> Plan {
+    let why = find_condition(conditions, condition::EVICTED)
+        .map(|c| c.message.clone())
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| "Workload evicted".to_string());
+    let event = Plan::event(EventType::Normal, reasons::STOPPED, why);
+    Plan::write(
+        JobWrite::UpdateJob(Box::new(suspended(job, Some(original)))),
+        Some(event),
+    )
+}
+
+/// Releases the quota an evicted Workload still holds once its suspended Job has no active
+/// or terminating pods; `None` while there is nothing to release yet.
+fn release(job: &Job, wl: &Workload, now: DateTime<Utc>) -> Option<Plan> {
+    let observed = wl.status.as_ref()?;
+    let holds_quota = observed.admission.is_some()
+        || is_condition_true(&observed.conditions, condition::QUOTA_RESERVED);
+    if !holds_quota || !pods_gone(job) {
+        return None;
+    }
+    let released = status::released(wl, now)?;
+    Some(Plan::write(
+        JobWrite::WorkloadStatus {
+            workload: Box::new(wl.clone()),
+            status: Box::new(released),
+        },
+        None,
+    ))
+}
+
+/// Undoes what an admission injected into the `template` of a suspended, evicted Job: its
+/// `startTime` cleared first when it has one. A pending Job's own edits stay.
+fn restore_template(job: &Job, template: &PodTemplateSpec, original: &PodTemplateSpec) -> Plan {
+    let restored = restore(template, original);
+    if restored == *template {
         return Plan::default();
     }
     if is_started(job) {

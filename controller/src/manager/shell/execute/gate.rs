@@ -2,11 +2,12 @@
 //! telling both sides.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use baton_crds::constants::MULTIKUEUE_GATE;
 use baton_crds::gates::set_gate_state;
 use baton_crds::workload::{GateState, Workload};
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use kube::api::{Api, PostParams};
 use kube::runtime::events::{Event, EventType as KubeEventType};
 use kube::{Resource, ResourceExt};
@@ -16,7 +17,7 @@ use crate::manager::plan::lifecycle::{EventType, GateOpening};
 use crate::manager::plan::replica::CachedReplica;
 use crate::manager::shell::context::{Context, ReconcileError};
 use crate::manager::shell::events::publish;
-use crate::manager::shell::workers::WorkerState;
+use crate::manager::shell::workers::{Connected, WorkerState};
 use crate::metrics::Metrics;
 use baton_core::ungate::opening_message;
 
@@ -35,51 +36,94 @@ pub async fn open(
         return Ok(Outcome::Done);
     };
     let now = Utc::now();
-    let mut opened = replica.object().clone();
-    set_gate_state(
-        opened.status.get_or_insert_with(Default::default),
-        MULTIKUEUE_GATE,
-        GateState::Open,
-        now,
-    );
     let api: Api<Workload> =
         Api::namespaced(worker.client.clone(), &wl.namespace().unwrap_or_default());
     let written = match api
-        .replace_status(&wl.name_any(), &PostParams::default(), &opened)
+        .replace_status(
+            &wl.name_any(),
+            &PostParams::default(),
+            &opened(replica.object(), now),
+        )
         .await
     {
         Ok(written) => written,
         Err(e) => return conflict_or(e, "open gate", &opening.cluster),
     };
     ctx.remember_opened(&opening.cluster, replica, written.clone());
-    let label = Metrics::cluster(&opening.cluster);
-    ctx.metrics.gates_opened.get_or_create(&label).inc();
-    let delay = (now - opening.signalled_at).to_std().unwrap_or_default();
-    ctx.metrics.gate_open_delay.observe(delay.as_secs_f64());
+    count(&ctx.metrics, opening, now);
     if let Some(previous) = opening.previous_opened_at {
-        ctx.metrics.gate_timeouts.inc();
-        let holder = opening
-            .previous_cluster
-            .as_deref()
-            .unwrap_or("another cluster");
-        let message = format!(
-            "the preemption gate opened on {holder} at {} timed out after {}s without admission; passing the baton to {}",
-            previous.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            ctx.config.single_cluster_preemption_timeout.as_secs(),
-            opening.cluster
-        );
-        tracing::info!(workload = %wl.name_any(), "{message}");
-        let holder = opening.previous_cluster.as_deref();
-        publish(
-            ctx,
-            wl,
-            EventType::Normal,
-            "PreemptionGateTimedOut",
-            holder,
-            message,
-        )
-        .await;
+        report_timeout(ctx, wl, opening, previous).await;
     }
+    announce(ctx, wl, opening).await;
+    tell_replica(&worker, &written);
+    Ok(Outcome::Done)
+}
+
+/// The replica with its MultiKueue gate Open since `now`.
+fn opened(replica: &Workload, now: DateTime<Utc>) -> Workload {
+    let mut opened = replica.clone();
+    set_gate_state(
+        opened.status.get_or_insert_with(Default::default),
+        MULTIKUEUE_GATE,
+        GateState::Open,
+        now,
+    );
+    opened
+}
+
+/// Counts the opening, how long the replica waited for it, and a timeout that passed the
+/// baton on.
+fn count(metrics: &Metrics, opening: &GateOpening, now: DateTime<Utc>) {
+    let label = Metrics::cluster(&opening.cluster);
+    metrics.gates_opened.get_or_create(&label).inc();
+    let delay = (now - opening.signalled_at).to_std().unwrap_or_default();
+    metrics.gate_open_delay.observe(delay.as_secs_f64());
+    if opening.previous_opened_at.is_some() {
+        metrics.gate_timeouts.inc();
+    }
+}
+
+/// Says, in the log and on the manager Workload, that the gate opened at `previous` timed out.
+async fn report_timeout(
+    ctx: &Context,
+    wl: &Workload,
+    opening: &GateOpening,
+    previous: DateTime<Utc>,
+) {
+    let message = timeout_message(
+        opening,
+        previous,
+        ctx.config.single_cluster_preemption_timeout,
+    );
+    tracing::info!(workload = %wl.name_any(), "{message}");
+    let holder = opening.previous_cluster.as_deref();
+    publish(
+        ctx,
+        wl,
+        EventType::Normal,
+        "PreemptionGateTimedOut",
+        holder,
+        message,
+    )
+    .await;
+}
+
+/// Why the baton passed on from the gate opened at `previous`.
+fn timeout_message(opening: &GateOpening, previous: DateTime<Utc>, timeout: Duration) -> String {
+    let holder = opening
+        .previous_cluster
+        .as_deref()
+        .unwrap_or("another cluster");
+    format!(
+        "the preemption gate opened on {holder} at {} timed out after {}s without admission; passing the baton to {}",
+        previous.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        timeout.as_secs(),
+        opening.cluster
+    )
+}
+
+/// Says, in the log and on the manager Workload, which gate opened and why.
+async fn announce(ctx: &Context, wl: &Workload, opening: &GateOpening) {
     let message = opening_message(&opening.cluster, opening.signalled_at, &opening.why);
     tracing::info!(workload = %wl.name_any(), cluster = %opening.cluster, "{message}");
     publish(
@@ -91,6 +135,10 @@ pub async fn open(
         message,
     )
     .await;
+}
+
+/// Tells the worker's side, with an event on the replica `written`, without waiting for it.
+fn tell_replica(worker: &Connected, written: &Workload) {
     let event = Event {
         type_: KubeEventType::Normal,
         reason: "PreemptionGateOpened".into(),
@@ -106,5 +154,50 @@ pub async fn open(
             tracing::debug!(error = %e, "cannot publish event on replica");
         }
     });
-    Ok(Outcome::Done)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use chrono::{TimeZone, Utc};
+
+    use super::timeout_message;
+    use crate::manager::plan::lifecycle::GateOpening;
+    use baton_core::ungate::OpenReason;
+
+    fn opening(previous_cluster: Option<&str>) -> GateOpening {
+        let at = Utc.with_ymd_and_hms(2027, 1, 1, 0, 1, 0).unwrap();
+        GateOpening {
+            cluster: "worker-2".to_string(),
+            signalled_at: at,
+            previous_opened_at: Some(at),
+            previous_cluster: previous_cluster.map(str::to_string),
+            why: OpenReason::FirstSignaller { signalling: 2 },
+        }
+    }
+
+    #[test]
+    fn a_timeout_names_the_holder_the_opening_time_the_timeout_and_the_next_cluster() {
+        let previous = Utc.with_ymd_and_hms(2027, 1, 1, 0, 0, 0).unwrap();
+        assert_eq!(
+            timeout_message(
+                &opening(Some("worker-1")),
+                previous,
+                Duration::from_secs(60)
+            ),
+            "the preemption gate opened on worker-1 at 2027-01-01T00:00:00Z timed out after 60s \
+             without admission; passing the baton to worker-2"
+        );
+    }
+
+    #[test]
+    fn a_timeout_with_no_known_holder_says_another_cluster() {
+        let previous = Utc.with_ymd_and_hms(2027, 1, 1, 0, 0, 0).unwrap();
+        let message = timeout_message(&opening(None), previous, Duration::from_secs(5));
+        assert!(
+            message.starts_with("the preemption gate opened on another cluster at "),
+            "{message}"
+        );
+    }
 }

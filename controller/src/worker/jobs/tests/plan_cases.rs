@@ -461,3 +461,35 @@ fn a_stray_job_is_suspended_with_its_own_template_untouched() {
     assert_eq!(suspend(stopped), Some(true));
     assert_eq!(selector(stopped)["zone"], "b");
 }
+
+#[test]
+fn an_eviction_without_a_message_stops_the_job_saying_so() {
+    let j = job(running());
+    let wl = workload_of(
+        &j,
+        json!({"admission": super::admission("gpu"), "conditions": [
+            condition("QuotaReserved", "True", "QuotaReserved", ""),
+            condition("Evicted", "True", "Preempted", "")]}),
+    );
+    let p = run(&j, Binding::Bound(&wl));
+    assert_eq!(suspend(updated_job(&p)), Some(true));
+    let event = p.event.unwrap();
+    assert_eq!(
+        (event.reason, event.message.as_str()),
+        (reasons::STOPPED, "Workload evicted")
+    );
+}
+
+#[test]
+fn quota_reserved_without_an_admission_is_released_too() {
+    let wl = workload_of(
+        &job(json!({})),
+        json!({"conditions": [
+            condition("QuotaReserved", "True", "QuotaReserved", ""),
+            condition("Evicted", "True", "Preempted", "")]}),
+    );
+    let p = run(&job(json!({})), Binding::Bound(&wl));
+    let s = status_write(&p);
+    let reserved = find_condition(&s.conditions, cond::QUOTA_RESERVED).map(|c| c.status.as_str());
+    assert_eq!(reserved, Some("False"));
+}
