@@ -39,7 +39,38 @@ fn parse(json: &str) -> Workload {
     serde_json::from_str(json).unwrap_or_else(|e| panic!("fixture: {e}"))
 }
 
-fn main() {
+/// One measurement, in a process of its own: memory freed by an earlier measurement would
+/// be reused by the next without growing the resident set.
+fn measure(kind: &str) -> Option<u64> {
+    let replica = include_str!("fixtures/replica-pending.json");
+    let manager = include_str!("fixtures/manager-workload.json");
+    Some(match kind {
+        "replica-listed" => per_object(|| parse(replica)),
+        "replica-cached" => per_object(|| CachedReplica::compact(parse(replica))),
+        "manager-listed" => per_object(|| parse(manager)),
+        "manager-cached" => per_object(|| stripped_manager_workload(parse(manager))),
+        _ => return None,
+    })
+}
+
+const KINDS: [(&str, &str); 4] = [
+    ("replica-listed", "replica, as listed"),
+    ("replica-cached", "replica, as cached"),
+    ("manager-listed", "manager Workload, as listed"),
+    ("manager-cached", "manager Workload, as cached"),
+];
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(kind) = args
+        .iter()
+        .position(|a| a == "--measure")
+        .and_then(|i| args.get(i + 1))
+    {
+        let bytes = measure(kind).ok_or_else(|| anyhow::anyhow!("unknown kind {kind}"))?;
+        println!("{bytes}");
+        return Ok(());
+    }
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!(
@@ -49,29 +80,19 @@ fn main() {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let replica = include_str!("fixtures/replica-pending.json");
-    let manager = include_str!("fixtures/manager-workload.json");
     let started = Instant::now();
-    // Each kind is measured twice; the second run is printed (the first warms the allocator).
-    let rows: [(&str, &dyn Fn() -> u64); 4] = [
-        ("replica, as listed", &|| per_object(|| parse(replica))),
-        ("replica, as cached", &|| {
-            per_object(|| CachedReplica::compact(parse(replica)))
-        }),
-        ("manager Workload, as listed", &|| {
-            per_object(|| parse(manager))
-        }),
-        ("manager Workload, as cached", &|| {
-            per_object(|| stripped_manager_workload(parse(manager)))
-        }),
-    ];
     println!("{:<30} {:>14}", "object", "bytes resident");
-    for (name, measure) in rows {
-        measure();
-        println!("{name:<30} {:>14}", measure());
+    let me = std::env::current_exe()?;
+    for (kind, name) in KINDS {
+        let out = std::process::Command::new(&me)
+            .args(["--measure", kind])
+            .output()?;
+        let bytes = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        println!("{name:<30} {bytes:>14}");
     }
     println!(
-        "({COPIES} copies each, {:.1} s)",
+        "({COPIES} copies each, each in a process of its own; {:.1} s)",
         started.elapsed().as_secs_f64()
     );
+    Ok(())
 }

@@ -19,8 +19,8 @@ use crate::schema;
 )]
 #[serde(rename_all = "camelCase")]
 pub struct MultiKueueConfigSpec {
-    /// Names of MultiKueueCluster objects.
-    #[schemars(length(min = 1, max = 20), inner(length(max = 256)))]
+    /// Names of MultiKueueCluster objects, at most 100 (upstream Kueue: 20).
+    #[schemars(length(min = 1, max = 100), inner(length(max = 256)))]
     #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
     #[schemars(extend("x-kubernetes-validations" = [
         {"rule": "size(self.filter(i, size(self.filter(j, j == i)) > 1)) == 0", "message": "must be unique"},

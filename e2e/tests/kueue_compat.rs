@@ -362,6 +362,17 @@ fn cluster_queue_and_multikueue_rules() {
         "{errors:#?}"
     );
 
+    // Up to 100 clusters (upstream Kueue stops at 20; the scale benchmark runs 50).
+    let names = |n: usize| (0..n).map(|i| format!("worker-{i}")).collect::<Vec<_>>();
+    let config = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig", "metadata": {"name": "c"},
+        "spec": {"clusters": names(100)}});
+    let errors = check("MultiKueueConfig", config, None);
+    assert!(errors.is_empty(), "{errors:#?}");
+    let config = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig", "metadata": {"name": "c"},
+        "spec": {"clusters": names(101)}});
+    let errors = check("MultiKueueConfig", config, None).join("\n");
+    assert!(errors.contains("must have at most 100 items"), "{errors}");
+
     let cluster = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": "c"},
         "spec": {"clusterSource": {}}});
     let errors = check("MultiKueueCluster", cluster, None);
