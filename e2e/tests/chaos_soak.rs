@@ -5,7 +5,7 @@
 //! invariant checker must find nothing. The long soak: `baton-chaos` (see e2e/README.md).
 
 use baton_e2e::chaos::plan::Scale;
-use baton_e2e::chaos::soak::{Options, run};
+use baton_e2e::chaos::soak::{Options, WORKERS, run};
 
 const SEED: u64 = 14;
 
@@ -14,6 +14,7 @@ async fn short_soak_keeps_every_invariant() {
     let keep = std::env::var_os("BATON_CHAOS_KEEP").map(std::path::PathBuf::from);
     let report = run(Options {
         seed: SEED,
+        workers: WORKERS,
         scale: Scale::short(),
         keep,
         keep_always: false,

@@ -1,5 +1,5 @@
 //! `baton-chaos`: the chaos soak with its invariant checker (issue 14, DESIGN.md §7).
-//! One manager and three workers running the real `baton` binary on the testbed, a seeded
+//! One manager and three workers (`--workers N`) running the real `baton` binary on the testbed, a seeded
 //! stream of workloads and seeded faults; prints the figures and the violations, and exits
 //! non-zero on any violation. Build the `baton` binary in the same profile first:
 //! `cargo build --release -p baton && cargo run -p baton-e2e --release --bin baton-chaos`.
@@ -23,6 +23,9 @@ struct Args {
     /// Run the short variant `cargo test` runs instead (about two minutes).
     #[arg(long)]
     short: bool,
+    /// Worker clusters.
+    #[arg(long, default_value_t = baton_e2e::chaos::soak::WORKERS)]
+    workers: usize,
     /// Keep the process logs and the event log here when a violation is found.
     #[arg(long)]
     keep: Option<PathBuf>,
@@ -91,6 +94,7 @@ fn main() -> ExitCode {
     };
     let options = Options {
         seed: args.seed,
+        workers: args.workers,
         scale,
         keep: args.keep,
         keep_always: args.keep_always,

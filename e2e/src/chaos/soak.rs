@@ -23,6 +23,7 @@ use super::stream::{Stream, Target};
 use crate::harness::eventually;
 use crate::multikueue::Env;
 
+/// Worker clusters unless the options say otherwise.
 pub const WORKERS: usize = 3;
 /// The manager's own quota: larger than the workers' together, so the workers (not the
 /// manager) decide who runs.
@@ -30,6 +31,8 @@ const MANAGER_CPUS: u32 = 1000;
 
 pub struct Options {
     pub seed: u64,
+    /// Worker clusters (each with its own shim).
+    pub workers: usize,
     pub scale: Scale,
     /// Keep the process logs and the event log here (always, or only on violations).
     pub keep: Option<PathBuf>,
@@ -57,7 +60,8 @@ fn shift(mut plan: Plan, by: u64) -> Plan {
 
 pub async fn run(options: Options) -> anyhow::Result<Report> {
     let scale = options.scale.clone();
-    let env = Env::start(WORKERS).await.context("environment")?;
+    let workers = options.workers.max(1);
+    let env = Env::start(workers).await.context("environment")?;
     if !env.is_testbed() {
         anyhow::bail!("the chaos soak injects faults: it runs on the testbed only");
     }
@@ -68,16 +72,16 @@ pub async fn run(options: Options) -> anyhow::Result<Report> {
             "admissionChecksStrategy": {"admissionChecks": [{"name": check}]}}})])
         .await
         .context("manager quota")?;
-    for i in 1..=WORKERS {
+    for i in 1..=workers {
         env.install_worker_queues(i, scale.worker_cpus, json!({}))
             .await
             .context("worker queues")?;
     }
-    let cluster_names: Vec<String> = (1..=WORKERS).map(|i| env.cluster(i)).collect();
+    let cluster_names: Vec<String> = (1..=workers).map(|i| env.cluster(i)).collect();
     let target = Target {
         namespace: env.namespace.clone(),
         manager: env.manager_workloads(),
-        workers: (1..=WORKERS).map(|i| env.worker_workloads(i)).collect(),
+        workers: (1..=workers).map(|i| env.worker_workloads(i)).collect(),
         cluster_names: cluster_names.clone(),
     };
     let mkcs: Api<MultiKueueCluster> = Api::all(env.manager_client());
@@ -95,7 +99,7 @@ pub async fn run(options: Options) -> anyhow::Result<Report> {
             recorder::spawn(shared.clone(), i, t, scope)
         })
         .collect();
-    for w in 1..=WORKERS {
+    for w in 1..=workers {
         cluster.start_shim(w, &shared)?;
     }
     cluster.start_manager(&shared)?;
@@ -111,7 +115,7 @@ pub async fn run(options: Options) -> anyhow::Result<Report> {
     }
 
     let t0 = shared.now();
-    let plan = shift(plan(options.seed, &scale, WORKERS), t0);
+    let plan = shift(plan(options.seed, &scale, workers), t0);
     let stream = Stream::new(plan.arrivals.clone());
     let stream_task = tokio::spawn(stream.clone().run(shared.clone(), target));
     let active_end = t0 + scale.active;
@@ -133,7 +137,7 @@ pub async fn run(options: Options) -> anyhow::Result<Report> {
     }
 
     let config = CheckConfig {
-        workers: WORKERS,
+        workers: workers,
         worker_cpus: scale.worker_cpus,
         preemption_timeout: scale.preemption_timeout,
         cluster_names,
@@ -151,7 +155,7 @@ pub async fn run(options: Options) -> anyhow::Result<Report> {
     Ok(Report {
         seed: options.seed,
         scale,
-        workers: WORKERS,
+        workers: workers,
         duration: end - t0,
         figures,
         outcome,
