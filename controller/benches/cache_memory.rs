@@ -9,8 +9,10 @@
 use std::time::Instant;
 
 use baton::manager::plan::replica::CachedReplica;
+use baton::manager::shell::replica_cache::ReplicaCache;
 use baton::manager::shell::stores::stripped_manager_workload;
 use baton_crds::workload::Workload;
+use kube::runtime::watcher::Event;
 
 const COPIES: usize = 20_000;
 
@@ -35,6 +37,21 @@ fn per_object<T>(make: impl Fn() -> T) -> u64 {
     after.saturating_sub(before) / COPIES as u64
 }
 
+/// Resident bytes per replica in the manager's cache of one worker, `COPIES` replicas of
+/// distinct names applied as watch events (the record, its key and the map's share).
+fn in_replica_cache(json: &str) -> u64 {
+    let cache = ReplicaCache::default();
+    let before = resident_bytes();
+    for n in 0..COPIES {
+        let mut replica = parse(json);
+        replica.metadata.name = Some(format!("wl-{n:06}"));
+        cache.apply(&Event::Apply(replica));
+    }
+    let after = resident_bytes();
+    assert_eq!(cache.len(), COPIES);
+    after.saturating_sub(before) / COPIES as u64
+}
+
 fn parse(json: &str) -> Workload {
     serde_json::from_str(json).unwrap_or_else(|e| panic!("fixture: {e}"))
 }
@@ -46,16 +63,18 @@ fn measure(kind: &str) -> Option<u64> {
     let manager = include_str!("fixtures/manager-workload.json");
     Some(match kind {
         "replica-listed" => per_object(|| parse(replica)),
-        "replica-cached" => per_object(|| CachedReplica::compact(parse(replica))),
+        "replica-cached" => per_object(|| CachedReplica::compact(&parse(replica))),
+        "replica-cache" => in_replica_cache(replica),
         "manager-listed" => per_object(|| parse(manager)),
         "manager-cached" => per_object(|| stripped_manager_workload(parse(manager))),
         _ => return None,
     })
 }
 
-const KINDS: [(&str, &str); 4] = [
+const KINDS: [(&str, &str); 5] = [
     ("replica-listed", "replica, as listed"),
-    ("replica-cached", "replica, as cached"),
+    ("replica-cached", "replica, as a record"),
+    ("replica-cache", "replica, in the cache (keyed)"),
     ("manager-listed", "manager Workload, as listed"),
     ("manager-cached", "manager Workload, as cached"),
 ];

@@ -57,7 +57,7 @@ pub struct ReplicaView {
     pub cost: Option<PreemptionCost>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GateObservation {
     pub state: GateState,
     /// When the gate last changed state; `None` for a gate with no status entry (Closed).

@@ -4,20 +4,20 @@
 //! perhaps for years. Such a gate counts as opened when the manager first saw it so, so the
 //! baton passes at most one timeout later (one more after a manager restart).
 
-use baton_crds::constants::MULTIKUEUE_GATE;
-use baton_crds::time::to_kube;
-use baton_crds::workload::{GateState, Workload};
+use baton_crds::workload::GateState;
 use chrono::{DateTime, Utc};
 
 use baton_core::ungate::STORED_TIME_PRECISION;
 
+use crate::manager::plan::replica::CachedReplica;
+
 /// The Open MultiKueue gate's time, when it lies in the future beyond the stored precision.
-pub fn future_open_time(replica: &Workload, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+pub fn future_open_time(replica: &CachedReplica, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let margin = chrono::Duration::from_std(STORED_TIME_PRECISION).unwrap_or_default();
-    baton_crds::gates::gates(replica)
-        .into_iter()
-        .find(|g| g.name == MULTIKUEUE_GATE && g.state == GateState::Open)
-        .and_then(|g| g.last_transition_time)
+    replica
+        .gate()
+        .filter(|g| g.state == GateState::Open)
+        .and_then(|g| g.since)
         .filter(|at| {
             now.checked_add_signed(margin)
                 .is_some_and(|limit| *at > limit)
@@ -25,28 +25,22 @@ pub fn future_open_time(replica: &Workload, now: DateTime<Utc>) -> Option<DateTi
 }
 
 /// The replica as the manager observes it: its Open gate's time replaced by `at`.
-pub fn with_open_time(mut replica: Workload, at: DateTime<Utc>) -> Workload {
-    if let Some(entry) = replica.status.as_mut().and_then(|s| {
-        s.preemption_gates
-            .iter_mut()
-            .find(|e| e.name == MULTIKUEUE_GATE)
-    }) {
-        entry.last_transition_time = to_kube(at);
-    }
-    replica
+pub fn with_open_time(replica: CachedReplica, at: DateTime<Utc>) -> CachedReplica {
+    replica.with_open_time(at)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_crds::gates::{gates, set_gate_state};
-    use baton_crds::workload::{PreemptionGate, WorkloadSpec};
+    use baton_crds::constants::MULTIKUEUE_GATE;
+    use baton_crds::gates::set_gate_state;
+    use baton_crds::workload::{PreemptionGate, Workload, WorkloadSpec};
 
     fn at(secs: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_700_000_000 + secs, 0).expect("time")
     }
 
-    fn replica(state: GateState, since: i64) -> Workload {
+    fn replica(state: GateState, since: i64) -> CachedReplica {
         let mut r = Workload::new(
             "w",
             WorkloadSpec {
@@ -62,7 +56,7 @@ mod tests {
             state,
             at(since),
         );
-        r
+        CachedReplica::compact(&r)
     }
 
     #[test]
@@ -82,7 +76,8 @@ mod tests {
     #[test]
     fn the_observed_time_replaces_the_stored_one() {
         let r = with_open_time(replica(GateState::Open, 100), at(3));
-        assert_eq!(gates(&r)[0].last_transition_time, Some(at(3)));
-        assert_eq!(gates(&r)[0].state, GateState::Open);
+        let gate = r.gate().expect("gate");
+        assert_eq!(gate.since, Some(at(3)));
+        assert_eq!(gate.state, GateState::Open);
     }
 }

@@ -24,6 +24,7 @@ use k8s_openapi::api::batch::v1::{Job, JobStatus};
 
 use crate::jobs::{is_managed_by_multikueue, queue_name};
 use crate::manager::plan::remote_job::mirrored_status;
+use crate::manager::plan::replica::CachedReplica;
 
 /// What the adapter reads about one manager Job.
 pub struct JobObservation<'a> {
@@ -31,7 +32,7 @@ pub struct JobObservation<'a> {
     /// The Job's manager Workload, if it exists.
     pub workload: Option<&'a Workload>,
     /// The winner's replica, when the workload has a winner that is connected.
-    pub winner_replica: Option<&'a Workload>,
+    pub winner_replica: Option<&'a CachedReplica>,
     /// Our copies of this Job on connected workers, by cluster.
     pub copies: &'a BTreeMap<String, Job>,
     /// Whether the winner's Job copies are known (its Job cache is synced).
@@ -111,7 +112,7 @@ pub fn decide(obs: &JobObservation<'_>) -> JobPlan {
         && !finished
         && obs.winner_jobs_known
         && admitted(workload)
-        && obs.winner_replica.is_some_and(holds_quota)
+        && obs.winner_replica.is_some_and(CachedReplica::holds_quota)
     {
         plan.create_copy = Some(w.to_string());
     }
@@ -129,14 +130,6 @@ fn admitted(workload: &Workload) -> bool {
         .status
         .as_ref()
         .is_some_and(|s| is_condition_true(&s.conditions, condition::ADMITTED))
-}
-
-/// The replica still holds quota on its worker and is not being evicted.
-fn holds_quota(replica: &Workload) -> bool {
-    replica.status.as_ref().is_some_and(|s| {
-        is_condition_true(&s.conditions, condition::QUOTA_RESERVED)
-            && !is_condition_true(&s.conditions, condition::EVICTED)
-    })
 }
 
 /// A status that says no pod runs for the Job now; what it did before stays.

@@ -10,7 +10,6 @@ use std::time::Duration;
 use baton_core::lifecycle::{
     self as core, Progress, RedispatchCause, ReplicaState, Standing, WorkloadView,
 };
-use baton_core::ungate;
 use baton_crds::conditions::{ConditionStatus, NewCondition, find_condition, set_condition};
 use baton_crds::constants::condition;
 use baton_crds::time::{to_chrono, to_kube};
@@ -19,9 +18,7 @@ use chrono::{DateTime, Utc};
 use kube::ResourceExt;
 
 use crate::admission::checks;
-use crate::manager::plan::replica::{
-    CachedReplica, REDISPATCH_ANNOTATION, SpecDigest, in_sync, redispatch_stamp,
-};
+use crate::manager::plan::replica::{CachedReplica, SpecDigest, in_sync, redispatch_stamp};
 use crate::manager::plan::routing::Route;
 
 pub use baton_core::lifecycle::{
@@ -31,10 +28,6 @@ pub use baton_core::lifecycle::{
 
 /// The finalizer that keeps a manager Workload until its replicas are gone.
 pub const FINALIZER: &str = "kueue.x-k8s.io/baton-multikueue";
-
-/// Conditions copied from the winning replica to the manager's Workload. Its quota
-/// reservation and `Admitted` are the manager's own (manager-side quota).
-const MIRRORED_CONDITIONS: &[&str] = &[condition::POD_READY, condition::FINISHED];
 
 /// Everything the plan reads.
 pub struct Observation<'a> {
@@ -172,18 +165,13 @@ fn workload_view(obs: &Observation<'_>) -> WorkloadView {
 
 /// One replica as the decision reads it.
 fn replica_state(manager: &SpecDigest, cluster: &str, replica: &CachedReplica) -> ReplicaState {
-    let conditions = replica_conditions(replica);
     ReplicaState {
-        view: ungate::view_of(cluster, replica),
-        stamp: replica.annotations().get(REDISPATCH_ANNOTATION).cloned(),
+        view: replica.view(cluster),
+        stamp: replica.stamp().map(str::to_string),
         in_sync: in_sync(manager, replica),
-        admitted_at: find_condition(conditions, condition::ADMITTED)
-            .filter(|c| c.status == "True")
-            .map(|c| to_chrono(&c.last_transition_time)),
-        evicted: find_condition(conditions, condition::EVICTED)
-            .filter(|c| c.status == "True")
-            .map(|c| c.reason.clone()),
-        quota_reserved: is_true(conditions, condition::QUOTA_RESERVED),
+        admitted_at: replica.admitted_at(),
+        evicted: replica.evicted().map(str::to_string),
+        quota_reserved: replica.quota_reserved(),
     }
 }
 
@@ -215,16 +203,6 @@ fn is_true(
     type_: &str,
 ) -> bool {
     find_condition(conditions, type_).is_some_and(|c| c.status == "True")
-}
-
-fn replica_conditions(
-    replica: &Workload,
-) -> &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition] {
-    replica
-        .status
-        .as_ref()
-        .map(|s| s.conditions.as_slice())
-        .unwrap_or_default()
 }
 
 fn declare_winner(
@@ -379,16 +357,11 @@ fn dispatch_note_wait(
 }
 
 /// Copies the winner's pod readiness and finish.
-fn mirror(replica: &Workload, status: &mut WorkloadStatus) {
-    let Some(replica_status) = replica.status.as_ref() else {
-        return;
-    };
-    for type_ in MIRRORED_CONDITIONS {
-        if let Some(c) = find_condition(&replica_status.conditions, type_) {
-            match status.conditions.iter_mut().find(|m| m.type_ == *type_) {
-                Some(existing) => *existing = c.clone(),
-                None => status.conditions.push(c.clone()),
-            }
+fn mirror(replica: &CachedReplica, status: &mut WorkloadStatus) {
+    for c in replica.mirrored() {
+        match status.conditions.iter_mut().find(|m| m.type_ == c.type_) {
+            Some(existing) => *existing = c.clone(),
+            None => status.conditions.push(c.clone()),
         }
     }
     status

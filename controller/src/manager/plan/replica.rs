@@ -1,11 +1,15 @@
 //! Replicas: the copies of a manager Workload created on worker clusters.
 
+mod cached;
+
+pub use cached::{CachedReplica, SpecDigest, in_sync};
+
 use std::collections::BTreeMap;
 
 use baton_crds::conditions::find_condition;
 use baton_crds::constants::{MULTIKUEUE_GATE, MULTIKUEUE_ORIGIN_LABEL, condition};
 use baton_crds::time::to_chrono;
-use baton_crds::workload::{PreemptionGate, Workload, WorkloadSpec, WorkloadStatus};
+use baton_crds::workload::{PreemptionGate, Workload, WorkloadStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 
@@ -84,137 +88,10 @@ pub fn is_ours(replica: &Workload, origin: &str) -> bool {
         == Some(origin)
 }
 
-/// Whether the replica's spec still matches the manager's. Gates are ignored (Kueue #12543),
-/// and so is a priority the worker filled in where the manager's object has none (upstream
-/// Kueue workers set it in a webhook).
-pub fn in_sync(manager: &SpecDigest, replica: &CachedReplica) -> bool {
-    match manager.priority_set {
-        true => manager.whole == replica.digest.whole,
-        false => manager.without_priority == replica.digest.without_priority,
-    }
-}
-
-/// A replica as the manager caches it: the object without what no decision reads, and a
-/// digest of its spec. Managed fields, pod templates, ownerReferences, and labels and
-/// annotations other than the origin label and the re-dispatch stamp are dropped; the
-/// status is kept whole (a gate is opened by writing it back). With tens of workers and
-/// thousands of pending workloads the manager holds workers × workloads replicas: each one
-/// must cost bytes, not the ~30 KB of the object as listed.
-#[derive(Clone, Debug)]
-pub struct CachedReplica {
-    object: Workload,
-    digest: SpecDigest,
-}
-
-impl CachedReplica {
-    /// Keeps of a replica, as listed or watched, what the manager reads.
-    pub fn compact(mut full: Workload) -> Self {
-        let digest = SpecDigest::of(&full.spec);
-        let meta = &mut full.metadata;
-        meta.managed_fields = None;
-        meta.owner_references = None;
-        if let Some(labels) = meta.labels.as_mut() {
-            labels.retain(|k, _| k == MULTIKUEUE_ORIGIN_LABEL);
-        }
-        if let Some(annotations) = meta.annotations.as_mut() {
-            annotations.retain(|k, _| k == REDISPATCH_ANNOTATION);
-        }
-        for pod_set in &mut full.spec.pod_sets {
-            pod_set.template = Default::default();
-        }
-        Self {
-            object: full,
-            digest,
-        }
-    }
-
-    /// The stripped object: metadata (name, namespace, uid, resourceVersion, timestamps,
-    /// the origin label, the re-dispatch stamp), the spec without pod templates, the status.
-    pub fn object(&self) -> &Workload {
-        &self.object
-    }
-
-    /// The same replica with another object (gate times the manager does not trust).
-    pub fn map(self, f: impl FnOnce(Workload) -> Workload) -> Self {
-        Self {
-            object: f(self.object),
-            digest: self.digest,
-        }
-    }
-}
-
-impl std::ops::Deref for CachedReplica {
-    type Target = Workload;
-    fn deref(&self) -> &Workload {
-        &self.object
-    }
-}
-
-/// The cache is a reflector store: it needs the kind's identity, which is the Workload's.
-impl kube::Resource for CachedReplica {
-    type DynamicType = ();
-    type Scope = <Workload as kube::Resource>::Scope;
-
-    fn kind(dt: &()) -> std::borrow::Cow<'_, str> {
-        Workload::kind(dt)
-    }
-    fn group(dt: &()) -> std::borrow::Cow<'_, str> {
-        Workload::group(dt)
-    }
-    fn version(dt: &()) -> std::borrow::Cow<'_, str> {
-        Workload::version(dt)
-    }
-    fn plural(dt: &()) -> std::borrow::Cow<'_, str> {
-        Workload::plural(dt)
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.object.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.object.metadata
-    }
-}
-
-/// A spec as [`in_sync`] compares it, in 64-bit digests of its JSON form (gates left out):
-/// whole, and without the priority.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SpecDigest {
-    whole: u64,
-    without_priority: u64,
-    priority_set: bool,
-}
-
-impl SpecDigest {
-    pub fn of(spec: &WorkloadSpec) -> Self {
-        let mut spec = spec.clone();
-        spec.preemption_gates.clear();
-        let whole = digest(&spec);
-        let priority_set = spec.priority.is_some();
-        spec.priority = None;
-        Self {
-            whole,
-            without_priority: digest(&spec),
-            priority_set,
-        }
-    }
-}
-
-fn digest(spec: &WorkloadSpec) -> u64 {
-    use std::hash::{Hash, Hasher};
-    // Fixed keys: the same spec gives the same digest within the process, which is all a
-    // comparison between the manager's object and a cached replica needs.
-    let mut hasher = std::hash::DefaultHasher::new();
-    match serde_json::to_vec(spec) {
-        Ok(bytes) => bytes.hash(&mut hasher),
-        // A spec serde cannot write cannot be compared: no two such specs are equal.
-        Err(_) => std::ptr::from_ref(spec).hash(&mut hasher),
-    }
-    hasher.finish()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use baton_crds::workload::WorkloadSpec;
 
     fn manager() -> Workload {
         let mut wl = Workload::new(
@@ -279,71 +156,5 @@ mod tests {
                 .preemption_gates
                 .is_empty()
         );
-    }
-
-    #[test]
-    fn sync_ignores_gates_and_a_worker_filled_priority() {
-        let m = manager();
-        let sync = |m: &Workload, r: &Workload| {
-            in_sync(&SpecDigest::of(&m.spec), &CachedReplica::compact(r.clone()))
-        };
-        let mut replica = build_replica(&m, "mk", true);
-        assert!(sync(&m, &replica));
-        replica.spec.priority = Some(100);
-        assert!(sync(&m, &replica));
-        replica.spec.queue_name = Some("other".into());
-        assert!(!sync(&m, &replica));
-        let mut with_priority = m.clone();
-        with_priority.spec.priority = Some(5);
-        let mut replica = build_replica(&with_priority, "mk", true);
-        assert!(sync(&with_priority, &replica));
-        replica.spec.priority = Some(6);
-        assert!(!sync(&with_priority, &replica));
-    }
-
-    #[test]
-    fn a_pod_template_change_is_seen_though_the_cache_drops_templates() {
-        let mut m = manager();
-        m.spec.pod_sets = vec![baton_crds::workload::PodSet {
-            name: "main".into(),
-            count: 1,
-            ..Default::default()
-        }];
-        let replica = CachedReplica::compact(build_replica(&m, "mk", true));
-        assert_eq!(replica.spec.pod_sets[0].template, Default::default());
-        assert!(in_sync(&SpecDigest::of(&m.spec), &replica));
-        m.spec.pod_sets[0].template.metadata = Some(ObjectMeta {
-            labels: Some(BTreeMap::from([("new".to_string(), "label".to_string())])),
-            ..Default::default()
-        });
-        assert!(!in_sync(&SpecDigest::of(&m.spec), &replica));
-    }
-
-    #[test]
-    fn the_cache_keeps_identity_origin_stamp_and_status_and_drops_the_rest() {
-        let mut full = build_replica(&manager(), "mk", true);
-        full.metadata.uid = Some("u".into());
-        full.metadata.resource_version = Some("7".into());
-        full.metadata.managed_fields = Some(vec![Default::default()]);
-        full.metadata
-            .annotations
-            .get_or_insert_with(Default::default)
-            .insert(REDISPATCH_ANNOTATION.into(), "2026-01-01T00:00:00Z".into());
-        full.status = Some(WorkloadStatus {
-            cluster_name: Some("w".into()),
-            ..Default::default()
-        });
-        let cached = CachedReplica::compact(full.clone());
-        assert_eq!(cached.metadata.uid, full.metadata.uid);
-        assert_eq!(cached.resource_version(), full.resource_version());
-        assert!(cached.metadata.managed_fields.is_none());
-        assert!(is_ours(&cached, "mk"));
-        assert_eq!(cached.labels().len(), 1);
-        assert_eq!(
-            cached.annotations().keys().collect::<Vec<_>>(),
-            vec![REDISPATCH_ANNOTATION]
-        );
-        assert_eq!(cached.status, full.status);
-        assert_eq!(cached.spec.preemption_gates, full.spec.preemption_gates);
     }
 }

@@ -12,12 +12,10 @@ use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 
-use baton_core::ungate;
-
 use crate::config::Configuration;
 use crate::manager::plan::gate_clock;
 use crate::manager::plan::lifecycle::{ClusterState, ClusterView, LastKnown, LifecycleConfig};
-use crate::manager::plan::replica::{CachedReplica, is_ours};
+use crate::manager::plan::replica::CachedReplica;
 use crate::manager::plan::routing::{Route, RoutingSnapshot};
 use crate::manager::shell::stores::{ManagerStores, stripped_manager_workload};
 use crate::manager::shell::workers::{WorkerPool, WorkerState};
@@ -127,17 +125,19 @@ impl Context {
         }
     }
 
-    /// The cached replica, or the one we wrote if the cache has not caught up with it yet.
-    pub fn newest(&self, cluster: &str, cached: &CachedReplica) -> CachedReplica {
-        let id = (cluster.to_string(), workload_key(cached));
-        newest(&self.opened, &id, cached)
+    /// The cached replica of `wl`, or the one we wrote if the cache has not caught up with
+    /// it yet.
+    fn newest(&self, cluster: &str, wl: &Workload, cached: &CachedReplica) -> CachedReplica {
+        let id = (cluster.to_string(), workload_key(wl));
+        newest(&self.opened, &id, cached, cached.resource_version())
     }
 
     /// The cached manager Workload, or the one we wrote if the cache has not caught up with
     /// it yet: a pass planned from the older version would repeat our write, or be refused
     /// (409) and retried — either way an API write for nothing.
     pub fn newest_workload(&self, cached: &Workload) -> Workload {
-        newest(&self.written, &workload_key(cached), cached)
+        let version = cached.metadata.resource_version.as_deref();
+        newest(&self.written, &workload_key(cached), cached, version)
     }
 
     /// Remembers a replica we created until its worker's cache shows it.
@@ -147,7 +147,7 @@ impl Context {
         memory.retain(|_, (at, _)| now.duration_since(*at) < CREATED_MEMORY);
         memory.insert(
             (cluster.to_string(), workload_key(&created)),
-            (now, CachedReplica::compact(created)),
+            (now, CachedReplica::compact(&created)),
         );
     }
 
@@ -169,18 +169,31 @@ impl Context {
     /// Remembers a manager Workload we wrote until the cache shows a newer version.
     pub fn remember_written(&self, before: &Workload, written: Workload) {
         let key = workload_key(before);
+        let replaced = before.resource_version();
         remember(
             &self.written,
             key,
-            before,
+            replaced,
             stripped_manager_workload(written),
         );
     }
 
-    /// Remembers a replica we wrote until the cache shows a newer version.
-    pub fn remember_opened(&self, cluster: &str, before: &Workload, written: Workload) {
-        let key = (cluster.to_string(), workload_key(before));
-        remember(&self.opened, key, before, CachedReplica::compact(written));
+    /// Remembers the replica of `wl` we wrote over version `replaced` until the cache shows
+    /// a newer version.
+    pub fn remember_opened(
+        &self,
+        cluster: &str,
+        wl: &Workload,
+        replaced: Option<&str>,
+        written: &Workload,
+    ) {
+        let key = (cluster.to_string(), workload_key(wl));
+        remember(
+            &self.opened,
+            key,
+            replaced.map(str::to_string),
+            CachedReplica::compact(written),
+        );
     }
 
     /// The replica with an Open gate stamped in the future counted from when the manager
@@ -188,10 +201,11 @@ impl Context {
     fn trusted_gate_time(
         &self,
         cluster: &str,
+        wl: &Workload,
         replica: CachedReplica,
         now: DateTime<Utc>,
     ) -> CachedReplica {
-        let id = (cluster.to_string(), workload_key(&replica));
+        let id = (cluster.to_string(), workload_key(wl));
         let mut seen = self.future_gates.lock().unwrap_or_else(|p| p.into_inner());
         let Some(stamp) = gate_clock::future_open_time(&replica, now) else {
             seen.remove(&id);
@@ -208,7 +222,7 @@ impl Context {
                 now
             }
         };
-        replica.map(|r| gate_clock::with_open_time(r, first_seen))
+        gate_clock::with_open_time(replica, first_seen)
     }
 
     /// The route's clusters (those with a MultiKueueCluster) and our replicas on the connected ones.
@@ -219,48 +233,46 @@ impl Context {
     ) -> (Vec<ClusterView>, BTreeMap<String, CachedReplica>) {
         let mut views = Vec::new();
         let mut replicas = BTreeMap::new();
-        let key = ObjectRef::<CachedReplica>::new(&wl.name_any())
-            .within(&wl.namespace().unwrap_or_default());
+        let (namespace, name) = (wl.namespace().unwrap_or_default(), wl.name_any());
         let names: Vec<String> = match route {
             Some(r) => r.clusters.clone(),
             // Not routed (any more): look everywhere for replicas to clean up.
             None => self.pool.connected().into_iter().map(|(n, _)| n).collect(),
         };
-        for name in names {
-            if self.stores.clusters.get(&ObjectRef::new(&name)).is_none() {
+        // The caches hold only objects with our origin label (the watches select by it).
+        for cluster in names {
+            if self
+                .stores
+                .clusters
+                .get(&ObjectRef::new(&cluster))
+                .is_none()
+            {
                 continue;
             }
-            match self.pool.state(&name) {
+            match self.pool.state(&cluster) {
                 WorkerState::Active(connected) => {
-                    if let Some(replica) = connected
-                        .replicas
-                        .get(&key)
-                        .filter(|r| is_ours(r, &self.config.origin))
-                    {
-                        self.forget_created(&name, wl);
-                        let replica = self.newest(&name, &replica);
-                        let replica = self.trusted_gate_time(&name, replica, Utc::now());
-                        replicas.insert(name.clone(), replica);
-                    } else if let Some(created) = self.recently_created(&name, wl) {
-                        replicas.insert(name.clone(), created);
+                    if let Some(replica) = connected.replicas.get(&namespace, &name) {
+                        self.forget_created(&cluster, wl);
+                        let replica = self.newest(&cluster, wl, &replica);
+                        let replica = self.trusted_gate_time(&cluster, wl, replica, Utc::now());
+                        replicas.insert(cluster.clone(), replica);
+                    } else if let Some(created) = self.recently_created(&cluster, wl) {
+                        replicas.insert(cluster.clone(), created);
                     }
                     views.push(ClusterView {
-                        name,
+                        name: cluster,
                         state: ClusterState::Active,
                     });
                 }
                 WorkerState::Down { since, last_known } => {
                     let last_known = match last_known {
-                        Some(store) => LastKnown::Seen(
-                            store
-                                .get(&key)
-                                .filter(|r| is_ours(r, &self.config.origin))
-                                .map(|r| ungate::view_of(&name, &r)),
-                        ),
+                        Some(cache) => {
+                            LastKnown::Seen(cache.get(&namespace, &name).map(|r| r.view(&cluster)))
+                        }
                         None => LastKnown::NeverSeen,
                     };
                     views.push(ClusterView {
-                        name,
+                        name: cluster,
                         state: ClusterState::Unreachable { since, last_known },
                     })
                 }
@@ -272,18 +284,15 @@ impl Context {
 
 /// The newest of the cached object and the one we wrote, and forgets what we wrote once the
 /// cache moved on.
-fn newest<K: std::hash::Hash + Eq, T: Resource + Clone>(
+fn newest<K: std::hash::Hash + Eq, T: Clone>(
     memory: &Mutex<HashMap<K, Written<T>>>,
     id: &K,
     cached: &T,
+    cached_version: Option<&str>,
 ) -> T {
     let mut memory = memory.lock().unwrap_or_else(|p| p.into_inner());
     match memory.get(id) {
-        Some((replaced, written))
-            if replaced.as_deref() == cached.meta().resource_version.as_deref() =>
-        {
-            written.clone()
-        }
+        Some((replaced, written)) if replaced.as_deref() == cached_version => written.clone(),
         Some(_) => {
             memory.remove(id);
             cached.clone()
@@ -296,7 +305,7 @@ fn newest<K: std::hash::Hash + Eq, T: Resource + Clone>(
 fn remember<K: std::hash::Hash + Eq, T>(
     memory: &Mutex<HashMap<K, Written<T>>>,
     id: K,
-    before: &Workload,
+    replaced: Option<String>,
     written: T,
 ) {
     let mut memory = memory.lock().unwrap_or_else(|p| p.into_inner());
@@ -304,7 +313,7 @@ fn remember<K: std::hash::Hash + Eq, T>(
     if memory.len() > 10_000 {
         memory.clear();
     }
-    memory.insert(id, (before.resource_version(), written));
+    memory.insert(id, (replaced, written));
 }
 
 /// `namespace/name` of a Workload.

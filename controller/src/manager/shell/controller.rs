@@ -17,7 +17,6 @@ use crate::manager::plan::routing::Route;
 use crate::manager::shell::context::{Context, ReconcileError};
 use crate::manager::shell::events::publish;
 use crate::manager::shell::execute::execute;
-use baton_core::ungate;
 
 /// Reconciles one manager Workload.
 pub async fn reconcile(wl: Arc<Workload>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
@@ -95,7 +94,7 @@ fn track_gated(
     let waiting = route.is_some()
         && wl.status.as_ref().is_none_or(|s| s.cluster_name.is_none())
         && replicas.iter().any(|(c, r)| {
-            let view = ungate::view_of(c, r);
+            let view = r.view(c);
             view.gate.is_some_and(|g| g.state == GateState::Closed) && view.signal.is_some()
         });
     let mut gated = ctx.gated.lock().unwrap_or_else(|p| p.into_inner());

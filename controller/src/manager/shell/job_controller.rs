@@ -63,8 +63,8 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Recon
         if winner.as_deref() == Some(cluster.as_str()) {
             winner_replica = worker
                 .replicas
-                .get(&ObjectRef::new(&workload_name).within(&namespace))
-                .map(|r| r.object().clone());
+                .get(&namespace, &workload_name)
+                .map(|r| (*r).clone());
             winner_jobs_known = worker.jobs.wait_until_ready().now_or_never().is_some();
         }
     }

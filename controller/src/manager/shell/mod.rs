@@ -7,6 +7,7 @@ pub mod events;
 pub mod execute;
 pub mod job_controller;
 pub mod queue_writer;
+pub mod replica_cache;
 pub mod run;
 pub mod stores;
 pub mod workers;

@@ -393,26 +393,22 @@ async fn garbage_collector(pool: WorkerPool, workloads: Store<Workload>, config:
     loop {
         tick.tick().await;
         for (cluster, worker) in pool.connected() {
-            for replica in worker.replicas.state() {
-                let key = ObjectRef::<Workload>::new(&replica.name_any())
-                    .within(&replica.namespace().unwrap_or_default());
+            for replica in worker.replicas.entries() {
+                let key = ObjectRef::<Workload>::new(&replica.name).within(&replica.namespace);
                 if workloads.get(&key).is_some() {
                     continue;
                 }
-                let api: Api<Workload> = Api::namespaced(
-                    worker.client.clone(),
-                    &replica.namespace().unwrap_or_default(),
-                );
+                let api: Api<Workload> = Api::namespaced(worker.client.clone(), &replica.namespace);
                 let params = DeleteParams {
                     preconditions: Some(Preconditions {
-                        uid: replica.uid(),
+                        uid: replica.uid,
                         resource_version: None,
                     }),
                     ..Default::default()
                 };
-                match api.delete(&replica.name_any(), &params).await {
+                match api.delete(&replica.name, &params).await {
                     Ok(_) => {
-                        tracing::info!(%cluster, replica = %replica.name_any(), "garbage-collected an orphaned replica")
+                        tracing::info!(%cluster, replica = %replica.name, "garbage-collected an orphaned replica")
                     }
                     Err(e) => {
                         tracing::debug!(%cluster, error = %e, "cannot garbage-collect replica")

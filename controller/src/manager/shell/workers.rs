@@ -30,7 +30,7 @@ use crate::config::ClientConfig;
 use crate::manager::plan::connection::reconnect::{Reconnect, Retry};
 use crate::manager::plan::connection::watch_health::{Probe, Verdict, WatchHealth, with_causes};
 use crate::manager::plan::kubeconfig::KubeconfigProblem;
-use crate::manager::plan::replica::CachedReplica;
+use crate::manager::shell::replica_cache::ReplicaCache;
 use crate::metrics::Metrics;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -42,7 +42,7 @@ pub enum WorkerState {
     /// the replica cache as it was when the connection was lost (`None`: never connected).
     Down {
         since: DateTime<Utc>,
-        last_known: Option<Store<CachedReplica>>,
+        last_known: Option<ReplicaCache>,
     },
     Active(Box<Connected>),
 }
@@ -50,7 +50,7 @@ pub enum WorkerState {
 #[derive(Clone)]
 pub struct Connected {
     pub client: Client,
-    pub replicas: Store<CachedReplica>,
+    pub replicas: ReplicaCache,
     /// Our copies of manager Jobs on this worker (scoped by the origin label).
     pub jobs: Store<Job>,
     pub recorder: Recorder,
@@ -68,8 +68,8 @@ pub struct Triggers {
 }
 
 impl Triggers {
-    fn replica(&self, obj: &CachedReplica) {
-        let _ = self.refs.send(ObjectRef::from_obj(obj.object()));
+    fn replica(&self, obj: &Workload) {
+        let _ = self.refs.send(ObjectRef::from_obj(obj));
     }
     fn job(&self, obj: &Job) {
         let _ = self.jobs.send(ObjectRef::from_obj(obj));
@@ -222,7 +222,7 @@ async fn run_worker(
     let label = Metrics::cluster(&cluster);
     let mut history = Reconnect::default();
     let mut down_since = Utc::now();
-    let mut last_known: Option<Store<CachedReplica>> = None;
+    let mut last_known: Option<ReplicaCache> = None;
     loop {
         let failure =
             match connect_and_watch(&cluster, &kubeconfig, &state, &pool, &mut history).await {
@@ -307,7 +307,7 @@ async fn connect_and_watch(
         None => return Err(NO_ANSWER.to_string()),
     }
 
-    let (reader, mut writer) = reflector::store::<CachedReplica>();
+    let replicas = ReplicaCache::default();
     let selector = format!("{MULTIKUEUE_ORIGIN_LABEL}={}", pool.origin);
     // The copies of manager Jobs are watched beside the replicas, and stop with them.
     let (jobs, job_watch) = watch_jobs(cluster, &client, &selector, &pool.triggers);
@@ -347,8 +347,7 @@ async fn connect_and_watch(
                 }
             }
         };
-        let event = compact(event);
-        writer.apply_watcher_event(&event);
+        replicas.apply(&event);
         match &event {
             watcher::Event::InitDone => {
                 history.connected(Utc::now());
@@ -356,7 +355,7 @@ async fn connect_and_watch(
                 *state.write().unwrap_or_else(|p| p.into_inner()) =
                     WorkerState::Active(Box::new(Connected {
                         client: client.clone(),
-                        replicas: reader.clone(),
+                        replicas: replicas.clone(),
                         jobs: jobs.clone(),
                         recorder: recorder.clone(),
                     }));
@@ -384,18 +383,6 @@ async fn connect_and_watch(
         }
     }
     Ok(())
-}
-
-/// A watch event with the replica as the manager caches it.
-fn compact(event: watcher::Event<Workload>) -> watcher::Event<CachedReplica> {
-    use watcher::Event;
-    match event {
-        Event::Apply(o) => Event::Apply(CachedReplica::compact(o)),
-        Event::Delete(o) => Event::Delete(CachedReplica::compact(o)),
-        Event::InitApply(o) => Event::InitApply(CachedReplica::compact(o)),
-        Event::Init => Event::Init,
-        Event::InitDone => Event::InitDone,
-    }
 }
 
 /// Aborts a background task when dropped.

@@ -9,6 +9,7 @@ use k8s_openapi::api::batch::v1::{Job, JobCondition, JobSpec, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::*;
+use crate::manager::plan::replica::CachedReplica;
 
 fn job() -> Job {
     Job {
@@ -55,10 +56,11 @@ fn workload(winner: Option<&str>, conditions: &[&str]) -> Workload {
     }
 }
 
-fn replica(conditions: &[&str]) -> Workload {
+/// The winner's replica as the manager caches it.
+fn replica(conditions: &[&str]) -> CachedReplica {
     let mut wl = workload(None, conditions);
     wl.status.get_or_insert_with(Default::default).cluster_name = None;
-    wl
+    CachedReplica::compact(&wl)
 }
 
 fn copy(active: i32) -> Job {
@@ -81,7 +83,7 @@ fn copies(entries: &[(&str, Job)]) -> BTreeMap<String, Job> {
 fn observe<'a>(
     job: &'a Job,
     workload: Option<&'a Workload>,
-    winner_replica: Option<&'a Workload>,
+    winner_replica: Option<&'a CachedReplica>,
     copies: &'a BTreeMap<String, Job>,
 ) -> JobObservation<'a> {
     JobObservation {

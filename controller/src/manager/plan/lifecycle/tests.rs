@@ -1,6 +1,7 @@
 use super::*;
 use crate::manager::plan::replica::build_replica;
 use baton_core::dispatch::Dispatcher;
+use baton_core::ungate;
 use baton_crds::constants::{MULTIKUEUE_GATE, reason};
 use baton_crds::gates::set_gate_state;
 use baton_crds::workload::{Admission, GateState, WorkloadSpec};
@@ -159,7 +160,7 @@ fn run_with(
 fn cached(replicas: &BTreeMap<String, Workload>) -> BTreeMap<String, CachedReplica> {
     replicas
         .iter()
-        .map(|(c, r)| (c.clone(), CachedReplica::compact(r.clone())))
+        .map(|(c, r)| (c.clone(), CachedReplica::compact(r)))
         .collect()
 }
 
@@ -704,4 +705,15 @@ fn anything_besides_the_dispatch_note_is_written_at_once() {
     let status = plan.status.expect("written");
     assert_eq!(status.admission_checks.len(), 1);
     assert_eq!(status.nominated_cluster_names, vec!["w1"]);
+}
+
+/// A replica's conditions, as the properties read them.
+fn replica_conditions(
+    replica: &Workload,
+) -> &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition] {
+    replica
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default()
 }

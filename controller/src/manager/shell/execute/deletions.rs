@@ -6,8 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use baton_crds::constants::MULTIKUEUE_GATE;
-use baton_crds::workload::{GateState, Workload};
+use baton_crds::workload::Workload;
 use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Preconditions};
@@ -127,7 +126,7 @@ fn deleted(
     if !runs_there
         && replicas
             .get(&deletion.cluster)
-            .is_some_and(|r| may_have_preempted(r))
+            .is_some_and(CachedReplica::may_have_preempted)
     {
         ctx.metrics
             .wasted_preemptions
@@ -185,21 +184,6 @@ fn uid_precondition(uid: Option<String>) -> DeleteParams {
         }),
         ..Default::default()
     }
-}
-
-/// Whether a replica may have evicted work on its worker: it held quota there, or its gate
-/// was opened (orchestrated preemption lets it preempt only then).
-fn may_have_preempted(replica: &Workload) -> bool {
-    let gate_open =
-        baton_crds::gates::gate_state(replica, MULTIKUEUE_GATE) == Some(GateState::Open);
-    let reserved = replica.status.as_ref().is_some_and(|s| {
-        s.admission.is_some()
-            || baton_crds::conditions::is_condition_true(
-                &s.conditions,
-                baton_crds::constants::condition::QUOTA_RESERVED,
-            )
-    });
-    gate_open || reserved
 }
 
 #[cfg(test)]

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use baton_crds::constants::MULTIKUEUE_GATE;
 use baton_crds::gates::set_gate_state;
-use baton_crds::workload::{GateState, Workload};
+use baton_crds::workload::{GateState, Workload, WorkloadStatus};
 use chrono::{DateTime, Utc};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType as KubeEventType};
 use kube::{Resource, ResourceExt};
 
@@ -39,17 +39,17 @@ pub async fn open(
     let api: Api<Workload> =
         Api::namespaced(worker.client.clone(), &wl.namespace().unwrap_or_default());
     let written = match api
-        .replace_status(
+        .patch_status(
             &wl.name_any(),
-            &PostParams::default(),
-            &opened(replica.object(), now),
+            &PatchParams::default(),
+            &Patch::Merge(opened(replica, now)),
         )
         .await
     {
         Ok(written) => written,
         Err(e) => return conflict_or(e, "open gate", &opening.cluster),
     };
-    ctx.remember_opened(&opening.cluster, replica, written.clone());
+    ctx.remember_opened(&opening.cluster, wl, replica.resource_version(), &written);
     count(&ctx.metrics, opening, now);
     if let Some(previous) = opening.previous_opened_at {
         report_timeout(ctx, wl, opening, previous).await;
@@ -59,16 +59,17 @@ pub async fn open(
     Ok(Outcome::Done)
 }
 
-/// The replica with its MultiKueue gate Open since `now`.
-fn opened(replica: &Workload, now: DateTime<Utc>) -> Workload {
-    let mut opened = replica.clone();
-    set_gate_state(
-        opened.status.get_or_insert_with(Default::default),
-        MULTIKUEUE_GATE,
-        GateState::Open,
-        now,
-    );
-    opened
+/// A merge patch of the replica's status that opens its MultiKueue gate since `now`, guarded
+/// by the resourceVersion the decision read (a replica changed since is decided again). The
+/// patch carries the whole `preemptionGates` list, the MultiKueue gate's entry only: a
+/// replica is made with that gate alone.
+fn opened(replica: &CachedReplica, now: DateTime<Utc>) -> serde_json::Value {
+    let mut status = WorkloadStatus::default();
+    set_gate_state(&mut status, MULTIKUEUE_GATE, GateState::Open, now);
+    serde_json::json!({
+        "metadata": {"resourceVersion": replica.resource_version()},
+        "status": {"preemptionGates": status.preemption_gates},
+    })
 }
 
 /// Counts the opening, how long the replica waited for it, and a timeout that passed the

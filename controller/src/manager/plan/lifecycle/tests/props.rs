@@ -9,6 +9,7 @@ mod strategy;
 use proptest::prelude::*;
 
 use super::*;
+use baton_core::ungate;
 use strategy::{World, world};
 
 impl World {

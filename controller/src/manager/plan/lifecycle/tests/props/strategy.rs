@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use baton_core::dispatch::Dispatcher;
+use baton_core::ungate;
 use baton_crds::workload::PreemptionCost;
 
 use super::super::*;

@@ -1,0 +1,158 @@
+use std::collections::BTreeMap;
+
+use baton_crds::conditions::{ConditionStatus, NewCondition, set_condition};
+use baton_crds::constants::MULTIKUEUE_GATE;
+use baton_crds::gates::set_gate_state;
+use baton_crds::workload::{Admission, PodSet, PreemptionCost, WorkloadStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::*;
+use crate::manager::plan::replica::build_replica;
+
+fn at(secs: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp(1_700_000_000 + secs, 0).expect("time")
+}
+
+fn manager() -> Workload {
+    let mut wl = Workload::new(
+        "job",
+        WorkloadSpec {
+            queue_name: Some("user-queue".into()),
+            pod_sets: vec![PodSet {
+                name: "main".into(),
+                count: 1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+    );
+    wl.metadata.namespace = Some("team".into());
+    wl
+}
+
+fn with_condition(mut wl: Workload, type_: &str, reason: &str, secs: i64) -> Workload {
+    let status = wl.status.get_or_insert_with(Default::default);
+    set_condition(
+        &mut status.conditions,
+        NewCondition::new(type_, ConditionStatus::True, reason, "a long human message"),
+        at(secs),
+    );
+    wl
+}
+
+fn sync(m: &Workload, r: &Workload) -> bool {
+    in_sync(&SpecDigest::of(&m.spec), &CachedReplica::compact(r))
+}
+
+#[test]
+fn sync_ignores_gates_and_a_worker_filled_priority() {
+    let m = manager();
+    let mut replica = build_replica(&m, "mk", true);
+    assert!(sync(&m, &replica));
+    replica.spec.priority = Some(100);
+    assert!(sync(&m, &replica));
+    replica.spec.queue_name = Some("other".into());
+    assert!(!sync(&m, &replica));
+    let mut with_priority = m.clone();
+    with_priority.spec.priority = Some(5);
+    let mut replica = build_replica(&with_priority, "mk", true);
+    assert!(sync(&with_priority, &replica));
+    replica.spec.priority = Some(6);
+    assert!(!sync(&with_priority, &replica));
+}
+
+#[test]
+fn a_pod_template_change_is_seen_though_the_record_keeps_no_template() {
+    let mut m = manager();
+    let replica = CachedReplica::compact(&build_replica(&m, "mk", true));
+    assert!(in_sync(&SpecDigest::of(&m.spec), &replica));
+    m.spec.pod_sets[0].template.metadata = Some(ObjectMeta {
+        labels: Some(BTreeMap::from([("new".to_string(), "label".to_string())])),
+        ..Default::default()
+    });
+    assert!(!in_sync(&SpecDigest::of(&m.spec), &replica));
+}
+
+#[test]
+fn a_pending_signalling_replica_is_read_as_the_ungating_rule_reads_it() {
+    let mut full = build_replica(&manager(), "mk", true);
+    full.metadata.uid = Some("u-1".into());
+    full.metadata.resource_version = Some("7".into());
+    full.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(REDISPATCH_ANNOTATION.into(), "2026-01-01T00:00:00Z".into());
+    let mut full = with_condition(
+        full,
+        condition::QUOTA_RESERVATION_BLOCKED,
+        "PreemptionGated",
+        10,
+    );
+    full.status
+        .get_or_insert_with(Default::default)
+        .preemption_cost = Some(PreemptionCost {
+        victims: 2,
+        highest_priority: 5,
+        pods: 4,
+    });
+    let cached = CachedReplica::compact(&full);
+    assert_eq!(cached.view("w1"), ungate::view_of("w1", &full));
+    assert_eq!(cached.uid().as_deref(), Some("u-1"));
+    assert_eq!(cached.resource_version(), Some("7"));
+    assert_eq!(cached.stamp(), Some("2026-01-01T00:00:00Z"));
+    assert_eq!(cached.admitted_at(), None);
+    assert_eq!(cached.evicted(), None);
+    assert!(!cached.quota_reserved() && !cached.holds_quota());
+    assert!(!cached.may_have_preempted());
+    assert!(cached.mirrored().is_empty());
+}
+
+#[test]
+fn an_admitted_then_evicted_winner_keeps_times_reasons_and_mirrored_conditions() {
+    let full = build_replica(&manager(), "mk", true);
+    let full = with_condition(full, condition::QUOTA_RESERVED, "QuotaReserved", 20);
+    let full = with_condition(full, condition::ADMITTED, "Admitted", 21);
+    let full = with_condition(full, condition::POD_READY, "PodsReady", 22);
+    let admitted = CachedReplica::compact(&full);
+    assert_eq!(admitted.admitted_at(), Some(at(21)));
+    assert!(admitted.holds_quota() && admitted.may_have_preempted());
+    assert_eq!(admitted.mirrored().len(), 1);
+    assert_eq!(admitted.mirrored()[0].message, "a long human message");
+    let evicted =
+        CachedReplica::compact(&with_condition(full, condition::EVICTED, "Preempted", 30));
+    assert_eq!(evicted.evicted(), Some("Preempted"));
+    assert!(!evicted.holds_quota());
+}
+
+#[test]
+fn an_admission_or_an_open_gate_means_it_may_have_preempted() {
+    let mut full = build_replica(&manager(), "mk", true);
+    full.status = Some(WorkloadStatus {
+        admission: Some(Admission::default()),
+        ..Default::default()
+    });
+    assert!(CachedReplica::compact(&full).may_have_preempted());
+    let mut full = build_replica(&manager(), "mk", true);
+    set_gate_state(
+        full.status.get_or_insert_with(Default::default),
+        MULTIKUEUE_GATE,
+        GateState::Open,
+        at(40),
+    );
+    let cached = CachedReplica::compact(&full);
+    assert!(cached.may_have_preempted());
+    assert_eq!(
+        cached
+            .clone()
+            .with_open_time(at(50))
+            .gate()
+            .and_then(|g| g.since),
+        Some(at(50))
+    );
+    let closed = CachedReplica::compact(&build_replica(&manager(), "mk", true));
+    assert_eq!(
+        closed.clone().with_open_time(at(50)),
+        closed,
+        "only an Open gate moves"
+    );
+}
