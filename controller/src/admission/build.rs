@@ -15,7 +15,9 @@ use baton_crds::priority::{PriorityClasses, resolve_priority};
 use baton_crds::quantity::parse_milli;
 use baton_crds::time::to_chrono;
 use baton_crds::workload::PriorityClassGroup;
-use baton_crds::{ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass};
+use baton_crds::{
+    ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadKey, WorkloadPriorityClass,
+};
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -46,7 +48,7 @@ pub struct Objects<'a> {
 /// A pending workload that cannot be scheduled, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkloadProblem {
-    pub key: String,
+    pub key: WorkloadKey,
     pub reason: &'static str,
     pub message: String,
 }
@@ -65,20 +67,11 @@ pub struct Built {
     pub snapshot: Snapshot,
     pub pending: Vec<PendingModel>,
     /// What could make a set-aside pending workload admissible, by key.
-    pub fingerprints: HashMap<String, u64>,
+    pub fingerprints: HashMap<WorkloadKey, u64>,
     pub problems: Vec<WorkloadProblem>,
     pub class_problems: Vec<ClassProblem>,
     /// Admitted workloads per queue name, for queue status.
-    pub admitted_keys: Vec<String>,
-}
-
-/// `namespace/name` of a namespaced object.
-pub fn key_of(workload: &Workload) -> String {
-    format!(
-        "{}/{}",
-        workload.namespace().unwrap_or_default(),
-        workload.name_any()
-    )
+    pub admitted_keys: Vec<WorkloadKey>,
 }
 
 struct Classes<'a> {
@@ -339,19 +332,19 @@ struct PlaceContext<'a> {
 #[derive(Default)]
 struct Sorted {
     admitted: Vec<AdmittedInput>,
-    admitted_keys: Vec<String>,
+    admitted_keys: Vec<WorkloadKey>,
     /// (victim, preemptor) of evicted workloads still holding quota.
-    evicting_for: Vec<(String, String)>,
+    evicting_for: Vec<(WorkloadKey, WorkloadKey)>,
     pending: Vec<PendingModel>,
     problems: Vec<WorkloadProblem>,
-    fingerprints: HashMap<String, u64>,
+    fingerprints: HashMap<WorkloadKey, u64>,
 }
 
 impl Sorted {
     /// Sorts one workload: skipped when deleted, finished or inactive; admitted when it
     /// holds a reservation; pending when its queue takes it; otherwise a problem.
     fn place(&mut self, wl: &Workload, cx: &PlaceContext<'_>) {
-        let key = key_of(wl);
+        let key = WorkloadKey::of(wl);
         let conditions = wl
             .status
             .as_ref()
@@ -410,7 +403,7 @@ impl Sorted {
         }
     }
 
-    fn problem(&mut self, key: String, message: String) {
+    fn problem(&mut self, key: WorkloadKey, message: String) {
         self.problems.push(WorkloadProblem {
             key,
             reason: "Inadmissible",
@@ -479,8 +472,8 @@ fn budget_models(objects: &Objects<'_>) -> Vec<Budget> {
 /// A victim back in its queue yields only to a preemptor that still waits. Evicted victims
 /// still holding quota (Jobs' workloads) name their preemptor: a restarted shim, which
 /// forgot whom it chose, keeps waiting for them instead of choosing more.
-fn link_preemptors(pending: &mut [PendingModel], evicting_for: &[(String, String)]) {
-    let pending_keys: std::collections::HashSet<String> =
+fn link_preemptors(pending: &mut [PendingModel], evicting_for: &[(WorkloadKey, WorkloadKey)]) {
+    let pending_keys: std::collections::HashSet<WorkloadKey> =
         pending.iter().map(|p| p.workload.key.clone()).collect();
     for p in pending.iter_mut() {
         p.yields_to = p.yields_to.take().filter(|k| pending_keys.contains(k));
@@ -498,20 +491,19 @@ fn link_preemptors(pending: &mut [PendingModel], evicting_for: &[(String, String
 /// `status::evicted` writes it), if it is evicted.
 fn evicted_for(
     conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
-) -> Option<String> {
+) -> Option<WorkloadKey> {
     let c = baton_crds::conditions::find_condition(conditions, condition::EVICTED)?;
     if c.status != "True" {
         return None;
     }
     let rest = c.message.split_once("to accommodate workload ")?.1;
-    let key = rest.split_whitespace().next()?;
-    key.contains('/').then(|| key.to_string())
+    rest.split_whitespace().next()?.parse().ok()
 }
 
 /// The core's view of one workload.
 fn workload_model(
     wl: &Workload,
-    key: &str,
+    key: &WorkloadKey,
     classes: &Classes<'_>,
     policies: &HashMap<(bool, String), VictimPolicy>,
 ) -> Result<WorkloadModel, String> {
@@ -546,7 +538,7 @@ fn workload_model(
         });
     }
     Ok(WorkloadModel {
-        key: key.to_string(),
+        key: key.clone(),
         namespace: wl.namespace().unwrap_or_default(),
         priority,
         created: creation(wl),

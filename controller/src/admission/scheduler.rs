@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 use baton_crds::conditions::is_condition_true;
 use baton_crds::constants::condition;
 use baton_crds::workload::WorkloadStatus;
-use baton_crds::{ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass};
+use baton_crds::{
+    ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadKey, WorkloadPriorityClass,
+};
 use chrono::Utc;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
@@ -32,7 +34,7 @@ use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
 
-use super::build::{Objects, WorkloadProblem, build, key_of};
+use super::build::{Objects, WorkloadProblem, build};
 use super::checks::checks_for;
 pub use super::scope::Scope;
 use super::scope::{mark_inactive, scoped_queues, scoped_workloads};
@@ -127,7 +129,7 @@ pub struct Role {
 pub struct LoopState {
     memory: LoopMemory,
     /// key → (resourceVersion the write replaced, the written object).
-    overlay: HashMap<String, (Option<String>, Arc<Workload>)>,
+    overlay: HashMap<WorkloadKey, (Option<String>, Arc<Workload>)>,
     reported_class_problems: HashSet<String>,
     /// When the queues' status was last written, and whether a wake-up for the next write
     /// is on its way.
@@ -158,7 +160,7 @@ fn merged_workloads(shell: &Shell, state: &mut LoopState) -> Vec<Arc<Workload>> 
     let mut out = shell.caches.workloads.state();
     let mut keep = HashSet::new();
     for wl in &mut out {
-        let key = key_of(wl);
+        let key = WorkloadKey::of(wl);
         if let Some((replaced, written)) = state.overlay.get(&key)
             && *replaced == wl.resource_version()
         {
@@ -223,12 +225,14 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
         .scheduling_cycle_duration
         .observe(started.elapsed().as_secs_f64());
 
-    let by_key: HashMap<String, Arc<Workload>> =
-        workloads.iter().map(|w| (key_of(w), w.clone())).collect();
-    let queue_of: HashMap<&str, &str> = built
+    let by_key: HashMap<WorkloadKey, Arc<Workload>> = workloads
+        .iter()
+        .map(|w| (WorkloadKey::of(w), w.clone()))
+        .collect();
+    let queue_of: HashMap<&WorkloadKey, &str> = built
         .pending
         .iter()
-        .map(|p| (p.workload.key.as_str(), models[p.queue].name.as_str()))
+        .map(|p| (&p.workload.key, models[p.queue].name.as_str()))
         .collect();
     let mut writes = Vec::new();
     for decision in &decisions {
@@ -236,7 +240,7 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
         let Some(wl) = by_key.get(&decision.key) else {
             continue;
         };
-        let queue = queue_of.get(decision.key.as_str()).copied().unwrap_or("");
+        let queue = queue_of.get(&decision.key).copied().unwrap_or("");
         count_decision(&shell.metrics, decision, queue, &by_key);
         let rules = Rules {
             checks: checks_of(&cqs, queue, decision),
@@ -248,11 +252,14 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
         ));
     }
     writes.extend(problem_writes(&built.problems, &by_key, now));
-    let written: HashSet<String> = writes.iter().map(|w| key_of(&w.workload)).collect();
+    let written: HashSet<WorkloadKey> = writes
+        .iter()
+        .map(|w| WorkloadKey::of(&w.workload))
+        .collect();
     writes.extend(
         upkeep_writes(&workloads, shell.role.holding, now)
             .into_iter()
-            .filter(|w| !written.contains(&key_of(&w.workload))),
+            .filter(|w| !written.contains(&WorkloadKey::of(&w.workload))),
     );
     execute(shell, state, writes).await;
 
@@ -265,19 +272,23 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
 /// Victims evicted for a preemptor that is gone before it reserved quota (a MultiKueue
 /// replica whose workload ran elsewhere) were evicted for nothing: those whose eviction
 /// landed (or that are gone since) are counted; an eviction that never landed cost nothing.
-fn count_wasted(metrics: &Metrics, dropped: &[(String, Vec<String>)], workloads: &[Arc<Workload>]) {
+fn count_wasted(
+    metrics: &Metrics,
+    dropped: &[(WorkloadKey, Vec<WorkloadKey>)],
+    workloads: &[Arc<Workload>],
+) {
     if dropped.is_empty() {
         return;
     }
-    let present: HashSet<String> = workloads.iter().map(|w| key_of(w)).collect();
-    let evicted: HashSet<String> = workloads
+    let present: HashSet<WorkloadKey> = workloads.iter().map(|w| WorkloadKey::of(w)).collect();
+    let evicted: HashSet<WorkloadKey> = workloads
         .iter()
         .filter(|w| {
             w.status
                 .as_ref()
                 .is_some_and(|s| is_condition_true(&s.conditions, condition::EVICTED))
         })
-        .map(|w| key_of(w))
+        .map(|w| WorkloadKey::of(w))
         .collect();
     for (preemptor, victims) in dropped {
         if present.contains(preemptor) {
@@ -294,7 +305,7 @@ fn count_wasted(metrics: &Metrics, dropped: &[(String, Vec<String>)], workloads:
 /// The Inadmissible status and event of workloads the snapshot could not use.
 fn problem_writes(
     problems: &[WorkloadProblem],
-    by_key: &HashMap<String, Arc<Workload>>,
+    by_key: &HashMap<WorkloadKey, Arc<Workload>>,
     now: chrono::DateTime<Utc>,
 ) -> Vec<Write> {
     let mut writes = Vec::new();
@@ -387,7 +398,7 @@ fn count_decision(
     metrics: &Metrics,
     decision: &Decision,
     queue: &str,
-    by_key: &HashMap<String, Arc<Workload>>,
+    by_key: &HashMap<WorkloadKey, Arc<Workload>>,
 ) {
     match &decision.outcome {
         Outcome::Admit if decision.assignment.is_some() => {
@@ -413,9 +424,9 @@ fn count_decision(
 }
 
 async fn execute(shell: &Shell, state: &mut LoopState, writes: Vec<Write>) {
-    let results: Vec<(String, Option<String>, Result<Workload, kube::Error>)> =
+    let results: Vec<(WorkloadKey, Option<String>, Result<Workload, kube::Error>)> =
         futures::stream::iter(writes.into_iter().map(|w| async move {
-            let key = key_of(&w.workload);
+            let key = WorkloadKey::of(&w.workload);
             let replaced = w.workload.resource_version();
             let result = write_status(&shell.client, &w.workload, &w.status).await;
             if result.is_ok()

@@ -5,11 +5,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use baton_crds::Workload;
 use baton_crds::conditions::{find_condition, is_condition_true};
 use baton_crds::constants::{condition, reason};
 use baton_crds::gates::gates;
 use baton_crds::workload::{GateState, PreemptionCost, WorkloadStatus};
+use baton_crds::{Workload, WorkloadKey};
 use chrono::{DateTime, Utc};
 use kube::runtime::events::EventType;
 
@@ -45,8 +45,8 @@ pub fn writes_for(
     decision: &Decision,
     workload: &Arc<Workload>,
     queue: &str,
-    by_key: &HashMap<String, Arc<Workload>>,
-    earlier_reasons: &HashMap<(String, String), PreemptReason>,
+    by_key: &HashMap<WorkloadKey, Arc<Workload>>,
+    earlier_reasons: &HashMap<(WorkloadKey, WorkloadKey), PreemptReason>,
     now: DateTime<Utc>,
 ) -> Vec<Write> {
     let wl = workload;
@@ -147,7 +147,7 @@ fn preempt_writes(
     queue: &str,
     victims: &[VictimChoice],
     summary: &str,
-    by_key: &HashMap<String, Arc<Workload>>,
+    by_key: &HashMap<WorkloadKey, Arc<Workload>>,
     now: DateTime<Utc>,
 ) -> Vec<Write> {
     let mut writes: Vec<Write> = victims
@@ -186,9 +186,9 @@ fn waiting_writes(
     rules: &Rules,
     decision: &Decision,
     wl: &Arc<Workload>,
-    victims: &[String],
-    by_key: &HashMap<String, Arc<Workload>>,
-    earlier_reasons: &HashMap<(String, String), PreemptReason>,
+    victims: &[WorkloadKey],
+    by_key: &HashMap<WorkloadKey, Arc<Workload>>,
+    earlier_reasons: &HashMap<(WorkloadKey, WorkloadKey), PreemptReason>,
     now: DateTime<Utc>,
 ) -> Vec<Write> {
     let mut writes: Vec<Write> = victims

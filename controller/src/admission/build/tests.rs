@@ -101,7 +101,7 @@ fn admitted_workloads_hold_their_assigned_usage() {
         "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "", "lastTransitionTime": "2026-01-01T00:00:05Z"}]}})));
     let built = c.build();
     assert!(built.pending.is_empty());
-    assert_eq!(built.admitted_keys, vec!["ns/w".to_string()]);
+    assert_eq!(built.admitted_keys, vec!["ns/w"]);
     let fr = built.snapshot.frs.get("default", "cpu").unwrap();
     assert_eq!(built.snapshot.quota.used(0, fr), 1000);
     assert_eq!(built.snapshot.quota.available(0, fr), 3000);
@@ -293,7 +293,7 @@ fn a_preemptor_waits_for_evicting_victims_that_name_it_after_a_restart() {
         .iter()
         .find(|p| p.workload.key == "ns/boss")
         .unwrap();
-    assert_eq!(boss.victims_in_flight, vec!["ns/victim".to_string()]);
+    assert_eq!(boss.victims_in_flight, vec!["ns/victim"]);
 }
 
 #[test]
@@ -319,7 +319,7 @@ fn a_victim_back_in_its_queue_yields_only_to_a_preemptor_that_still_waits() {
             .pending
             .iter()
             .find(|p| p.workload.key == key)
-            .map(|p| p.yields_to.clone())
+            .map(|p| p.yields_to.as_ref().map(WorkloadKey::to_string))
     };
     assert_eq!(yields("ns/victim"), Some(Some("ns/boss".to_string())));
     assert_eq!(

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use baton_crds::WorkloadKey;
 use baton_crds::workload::Workload;
 use chrono::{DateTime, Utc};
 use kube::runtime::controller::Action;
@@ -62,15 +63,15 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,
     /// Workloads with a replica waiting for its gate (for the gauge).
-    pub gated: Mutex<HashSet<String>>,
-    /// Gates we opened that the worker caches may not show yet: (cluster, `ns/name`) →
+    pub gated: Mutex<HashSet<WorkloadKey>>,
+    /// Gates we opened that the worker caches may not show yet: (cluster, workload) →
     /// (the replica's resourceVersion before the write, the written replica). Without it a
     /// reconcile right after an opening could see the gate still Closed and open a second
     /// cluster's gate. Manager Workloads we wrote are kept here too, under cluster `""`.
-    pub opened: Mutex<HashMap<(String, String), OpenedGate>>,
-    /// Open gates stamped in the future (see [`gate_clock`]): (cluster, `ns/name`) → (the
+    pub opened: Mutex<HashMap<(String, WorkloadKey), OpenedGate>>,
+    /// Open gates stamped in the future (see [`gate_clock`]): (cluster, workload) → (the
     /// stamp, when the manager first saw it).
-    pub future_gates: Mutex<HashMap<(String, String), FutureGate>>,
+    pub future_gates: Mutex<HashMap<(String, WorkloadKey), FutureGate>>,
     /// Told after every reconcile: the queues' counts may have changed.
     pub queues_changed: Arc<tokio::sync::Notify>,
     /// Wakes the Job reconciler for the Job owning a Workload. The Workload reconciler
@@ -80,11 +81,11 @@ pub struct Context {
         tokio::sync::mpsc::UnboundedSender<ObjectRef<k8s_openapi::api::batch::v1::Job>>,
     /// Wakes the admission loop (manager-side quota): a Workload changed.
     pub admission_wake: tokio::sync::mpsc::UnboundedSender<()>,
-    /// Replicas we created that the worker caches may not show yet: (cluster, `ns/name`) →
+    /// Replicas we created that the worker caches may not show yet: (cluster, workload) →
     /// (when, the created replica). Without it a pass right after a creation (woken by
     /// another worker's cache) would create the replica again and be refused (409): two
     /// requests for nothing.
-    pub created: Mutex<HashMap<(String, String), (std::time::Instant, Workload)>>,
+    pub created: Mutex<HashMap<(String, WorkloadKey), (std::time::Instant, Workload)>>,
 }
 
 /// How long a created replica stands in for one the worker's cache does not show yet.
@@ -130,7 +131,7 @@ impl Context {
 
     /// The cached replica, or the one we wrote if the cache has not caught up with it yet.
     pub fn newest(&self, cluster: &str, cached: &Workload) -> Workload {
-        let id = (cluster.to_string(), workload_key(cached));
+        let id = (cluster.to_string(), WorkloadKey::of(cached));
         let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
         match opened.get(&id) {
             Some((replaced, written)) if *replaced == cached.resource_version() => written.clone(),
@@ -155,7 +156,7 @@ impl Context {
         let now = std::time::Instant::now();
         memory.retain(|_, (at, _)| now.duration_since(*at) < CREATED_MEMORY);
         memory.insert(
-            (cluster.to_string(), workload_key(&created)),
+            (cluster.to_string(), WorkloadKey::of(&created)),
             (now, created),
         );
     }
@@ -163,14 +164,14 @@ impl Context {
     /// Forgets a replica we created (its cache shows it, or it was deleted).
     pub fn forget_created(&self, cluster: &str, wl: &Workload) {
         let mut memory = self.created.lock().unwrap_or_else(|p| p.into_inner());
-        memory.remove(&(cluster.to_string(), workload_key(wl)));
+        memory.remove(&(cluster.to_string(), WorkloadKey::of(wl)));
     }
 
     /// The replica of `wl` we created on `cluster` lately, if the cache does not show it.
     fn recently_created(&self, cluster: &str, wl: &Workload) -> Option<Workload> {
         let memory = self.created.lock().unwrap_or_else(|p| p.into_inner());
         memory
-            .get(&(cluster.to_string(), workload_key(wl)))
+            .get(&(cluster.to_string(), WorkloadKey::of(wl)))
             .filter(|(at, _)| at.elapsed() < CREATED_MEMORY)
             .map(|(_, created)| created.clone())
     }
@@ -188,7 +189,7 @@ impl Context {
             opened.clear();
         }
         opened.insert(
-            (cluster.to_string(), workload_key(before)),
+            (cluster.to_string(), WorkloadKey::of(before)),
             (before.resource_version(), written),
         );
     }
@@ -196,7 +197,7 @@ impl Context {
     /// The replica with an Open gate stamped in the future counted from when the manager
     /// first saw that stamp.
     fn trusted_gate_time(&self, cluster: &str, replica: Workload, now: DateTime<Utc>) -> Workload {
-        let id = (cluster.to_string(), workload_key(&replica));
+        let id = (cluster.to_string(), WorkloadKey::of(&replica));
         let mut seen = self.future_gates.lock().unwrap_or_else(|p| p.into_inner());
         let Some(stamp) = gate_clock::future_open_time(&replica, now) else {
             seen.remove(&id);
@@ -273,11 +274,6 @@ impl Context {
         }
         (views, replicas)
     }
-}
-
-/// `namespace/name` of a Workload.
-pub fn workload_key(wl: &Workload) -> String {
-    format!("{}/{}", wl.namespace().unwrap_or_default(), wl.name_any())
 }
 
 /// Retries a failed reconcile (of a Workload or a Job) after a short pause, counting the

@@ -5,10 +5,11 @@
 //! planned again on a later pass.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton_crds::{ResourceFlavor, Workload};
+use baton_crds::{ResourceFlavor, Workload, WorkloadKey};
 use chrono::Utc;
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
@@ -55,11 +56,11 @@ struct Shell {
 /// What the loop remembers between passes.
 #[derive(Default)]
 struct LoopState {
-    /// Objects written, by `Kind/namespace/name`, with the resourceVersion the write replaced
+    /// Objects written, by kind and key, with the resourceVersion the write replaced
     /// (`None`: created), and when. While the cache still shows that version the object is
     /// not planned again, for at most [`STALE_FOR`] (a write that changed nothing leaves
     /// the version as it was).
-    written: HashMap<String, (Option<String>, Instant)>,
+    written: HashMap<Target, (Option<String>, Instant)>,
     /// Problems already published (Job uid, reason, message): each goes out once.
     reported: HashSet<(String, &'static str, String)>,
 }
@@ -113,8 +114,44 @@ pub async fn run(
     }
 }
 
-fn key(kind: &str, namespace: Option<String>, name: String) -> String {
-    format!("{kind}/{}/{name}", namespace.unwrap_or_default())
+/// A Job's namespace and name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct JobKey {
+    namespace: String,
+    name: String,
+}
+
+impl JobKey {
+    fn of(job: &Job) -> Self {
+        JobKey {
+            namespace: job.namespace().unwrap_or_default(),
+            name: job.name_any(),
+        }
+    }
+}
+
+/// `namespace/name`.
+impl fmt::Display for JobKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// An object the loop writes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Target {
+    Job(JobKey),
+    Workload(WorkloadKey),
+}
+
+/// `Kind/namespace/name`, for logs.
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Job(key) => write!(f, "Job/{key}"),
+            Target::Workload(key) => write!(f, "Workload/{key}"),
+        }
+    }
 }
 
 async fn pass(shell: &Shell, state: &mut LoopState) {
@@ -131,7 +168,7 @@ async fn pass(shell: &Shell, state: &mut LoopState) {
 
     // Skip objects whose cache still shows what the last write replaced.
     let mut still_stale = HashSet::new();
-    let mut is_stale = |k: String, version: Option<String>| {
+    let mut is_stale = |k: Target, version: Option<String>| {
         let stale = state
             .written
             .get(&k)
@@ -149,20 +186,18 @@ async fn pass(shell: &Shell, state: &mut LoopState) {
     let mut problems = Vec::new();
     for view in views(&jobs, &workloads, &flavors) {
         let job = view.job;
-        if is_stale(
-            key("Job", job.namespace(), job.name_any()),
-            job.resource_version(),
-        ) {
+        if is_stale(Target::Job(JobKey::of(job)), job.resource_version()) {
             continue;
         }
-        let bound = match view.binding {
+        let namespace = job.namespace().unwrap_or_default();
+        let (bound, version) = match view.binding {
             Binding::Bound(w) | Binding::PrebuiltUnowned(w) | Binding::PrebuiltTaken(w) => {
-                (w.namespace(), w.name_any(), w.resource_version())
+                (WorkloadKey::of(w), w.resource_version())
             }
-            Binding::Unbound => (job.namespace(), workload_name(job), None),
-            Binding::PrebuiltMissing(name) => (job.namespace(), name.to_string(), None),
+            Binding::Unbound => (WorkloadKey::new(&namespace, &workload_name(job)), None),
+            Binding::PrebuiltMissing(name) => (WorkloadKey::new(&namespace, name), None),
         };
-        if is_stale(key("Workload", bound.0, bound.1), bound.2) {
+        if is_stale(Target::Workload(bound), version) {
             continue;
         }
         let Plan { write, event } = plan(&view, now);
@@ -201,7 +236,7 @@ async fn pass(shell: &Shell, state: &mut LoopState) {
             event.message.clone(),
         );
         if state.reported.insert(id) {
-            tracing::warn!(job = %format!("{}/{}", job.namespace().unwrap_or_default(), job.name_any()), reason = event.reason, "{}", event.message);
+            tracing::warn!(job = %JobKey::of(&job), reason = event.reason, "{}", event.message);
             publish(shell, &job, event);
         }
     }
@@ -224,7 +259,10 @@ async fn execute(shell: &Shell, state: &mut LoopState, writes: Vec<Step>) {
         .collect()
         .await;
     for (target, result) in results {
-        let what = target.as_ref().map(|(k, _)| k.clone()).unwrap_or_default();
+        let what = target
+            .as_ref()
+            .map(|(k, _)| k.to_string())
+            .unwrap_or_default();
         match result {
             Ok(()) => {
                 if let Some((k, version)) = target {
@@ -263,22 +301,18 @@ fn wake_after(shell: &Shell, delay: Duration) {
 }
 
 /// The object a write changes and the resourceVersion it replaced (`None`: created).
-type Written = (String, Option<String>);
+type Written = (Target, Option<String>);
 
 /// What `write` changes, for [`LoopState::written`]; `None` for deletions.
 fn written_key(write: &JobWrite) -> Option<Written> {
     match write {
-        JobWrite::CreateWorkload(wl) => {
-            Some((key("Workload", wl.namespace(), wl.name_any()), None))
+        JobWrite::CreateWorkload(wl) => Some((Target::Workload(WorkloadKey::of(wl)), None)),
+        JobWrite::AdoptWorkload(wl) | JobWrite::WorkloadStatus { workload: wl, .. } => {
+            Some((Target::Workload(WorkloadKey::of(wl)), wl.resource_version()))
         }
-        JobWrite::AdoptWorkload(wl) | JobWrite::WorkloadStatus { workload: wl, .. } => Some((
-            key("Workload", wl.namespace(), wl.name_any()),
-            wl.resource_version(),
-        )),
-        JobWrite::UpdateJob(job) | JobWrite::ClearStartTime(job) => Some((
-            key("Job", job.namespace(), job.name_any()),
-            job.resource_version(),
-        )),
+        JobWrite::UpdateJob(job) | JobWrite::ClearStartTime(job) => {
+            Some((Target::Job(JobKey::of(job)), job.resource_version()))
+        }
         JobWrite::DeleteWorkload(_) => None,
     }
 }
@@ -342,7 +376,7 @@ async fn send(client: &Client, write: &JobWrite) -> Result<(), kube::Error> {
                 }),
                 ..DeleteParams::background()
             };
-            tracing::info!(workload = %format!("{}/{}", wl.namespace().unwrap_or_default(), wl.name_any()), "deleting a Workload whose Job is gone");
+            tracing::info!(workload = %WorkloadKey::of(wl), "deleting a Workload whose Job is gone");
             api.delete(&wl.name_any(), &params).await.map(drop)
         }
     }
