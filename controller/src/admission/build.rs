@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use baton_crds::cluster_queue::ResourceQuota;
 use baton_crds::cluster_queue::StopPolicy;
 use baton_crds::conditions::{condition_transition_time, is_condition_true};
-use baton_crds::constants::condition;
+use baton_crds::constants::{PREEMPTED_BY_ANNOTATION, condition, reason};
 use baton_crds::demand::{admission_usage, pod_set_demand};
 use baton_crds::gates::{gates, preemption_gated};
 use baton_crds::priority::{PriorityClasses, resolve_priority};
@@ -16,7 +16,8 @@ use baton_crds::quantity::parse_milli;
 use baton_crds::time::to_chrono;
 use baton_crds::workload::PriorityClassGroup;
 use baton_crds::{
-    ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadKey, WorkloadPriorityClass,
+    ClusterQueue, LocalQueue, ParseKeyError, ResourceFlavor, Workload, WorkloadKey,
+    WorkloadPriorityClass,
 };
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Namespace;
@@ -53,6 +54,16 @@ pub struct WorkloadProblem {
     pub message: String,
 }
 
+/// An evicted workload whose preemptor record ([`PREEMPTED_BY_ANNOTATION`]) is not a
+/// workload key: the record is skipped (the workload is treated as naming no preemptor).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordProblem {
+    pub key: WorkloadKey,
+    /// The annotation's value.
+    pub value: String,
+    pub error: ParseKeyError,
+}
+
 /// A malformed annotation on a priority class.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClassProblem {
@@ -70,6 +81,7 @@ pub struct Built {
     pub fingerprints: HashMap<WorkloadKey, u64>,
     pub problems: Vec<WorkloadProblem>,
     pub class_problems: Vec<ClassProblem>,
+    pub record_problems: Vec<RecordProblem>,
     /// Admitted workloads per queue name, for queue status.
     pub admitted_keys: Vec<WorkloadKey>,
 }
@@ -88,8 +100,9 @@ impl PriorityClasses for Classes<'_> {
     }
 }
 
-/// Builds the snapshot. A pending preemptor's `victims_in_flight` are those whose `Evicted`
-/// condition names it and that still hold quota; the loop's step adds the ones it remembers.
+/// Builds the snapshot. A pending preemptor's `victims_in_flight` are the evicted workloads
+/// still holding quota whose preemptor record names it (see `Sorted::evicted_for`); the loop's step
+/// adds the ones it remembers.
 pub fn build(objects: &Objects<'_>) -> Built {
     let classes = classes(objects);
     let (policies, class_problems) = class_policies(&classes);
@@ -125,6 +138,7 @@ pub fn build(objects: &Objects<'_>) -> Built {
         evicting_for,
         mut pending,
         problems,
+        record_problems,
         fingerprints,
     } = sorted;
     let QueueTable { models, limits, .. } = queues;
@@ -136,6 +150,7 @@ pub fn build(objects: &Objects<'_>) -> Built {
         fingerprints,
         problems,
         class_problems,
+        record_problems,
         admitted_keys,
     }
 }
@@ -337,6 +352,7 @@ struct Sorted {
     evicting_for: Vec<(WorkloadKey, WorkloadKey)>,
     pending: Vec<PendingModel>,
     problems: Vec<WorkloadProblem>,
+    record_problems: Vec<RecordProblem>,
     fingerprints: HashMap<WorkloadKey, u64>,
 }
 
@@ -368,7 +384,7 @@ impl Sorted {
             let admitted_at = condition_transition_time(conditions, condition::QUOTA_RESERVED)
                 .unwrap_or(model.created);
             self.admitted_keys.push(key.clone());
-            if let Some(preemptor) = evicted_for(conditions) {
+            if let Some(preemptor) = self.evicted_for(wl, &key, conditions) {
                 self.evicting_for.push((key, preemptor));
             }
             let model = AdmittedModel {
@@ -389,17 +405,47 @@ impl Sorted {
         };
         match pending_queue(wl, queue_name, cx) {
             Ok(queue) => {
+                let yields_to = self.evicted_for(wl, &key, conditions);
                 self.fingerprints.insert(key, fingerprint(wl));
                 self.pending.push(PendingModel {
                     workload: model,
                     queue,
                     gate_closed: preemption_gated(wl),
                     victims_in_flight: Vec::new(),
-                    yields_to: evicted_for(conditions),
+                    yields_to,
                     held: None,
                 });
             }
             Err(message) => self.problem(key, message),
+        }
+    }
+
+    /// The preemptor `wl` was evicted for, as its [`PREEMPTED_BY_ANNOTATION`] records it, while
+    /// its `Evicted` condition is True for `Preempted` (as `status::evicted` writes it, in the
+    /// write after the record). Otherwise the record is stale (re-admitted since, evicted for
+    /// another cause, or a status write that never landed) and ignored. A malformed record is
+    /// skipped and reported.
+    fn evicted_for(
+        &mut self,
+        wl: &Workload,
+        key: &WorkloadKey,
+        conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+    ) -> Option<WorkloadKey> {
+        let evicted = baton_crds::conditions::find_condition(conditions, condition::EVICTED)?;
+        if evicted.status != "True" || evicted.reason != reason::PREEMPTED {
+            return None;
+        }
+        let value = wl.annotations().get(PREEMPTED_BY_ANNOTATION)?;
+        match value.parse() {
+            Ok(preemptor) => Some(preemptor),
+            Err(error) => {
+                self.record_problems.push(RecordProblem {
+                    key: key.clone(),
+                    value: value.clone(),
+                    error,
+                });
+                None
+            }
         }
     }
 
@@ -485,19 +531,6 @@ fn link_preemptors(pending: &mut [PendingModel], evicting_for: &[(WorkloadKey, W
             p.victims_in_flight.push(victim.clone());
         }
     }
-}
-
-/// The preemptor an evicted workload names in its `Evicted` condition (as
-/// `status::evicted` writes it), if it is evicted.
-fn evicted_for(
-    conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
-) -> Option<WorkloadKey> {
-    let c = baton_crds::conditions::find_condition(conditions, condition::EVICTED)?;
-    if c.status != "True" {
-        return None;
-    }
-    let rest = c.message.split_once("to accommodate workload ")?.1;
-    rest.split_whitespace().next()?.parse().ok()
 }
 
 /// The core's view of one workload.

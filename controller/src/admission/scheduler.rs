@@ -4,9 +4,10 @@
 //! The caller wakes the loop on any cache change (or a periodic resync) and waits a short
 //! batch window so a burst of changes makes one cycle; a cycle builds a snapshot, runs the
 //! pure core and writes the results. Writes carry the object's resourceVersion; a conflict is
-//! counted and retried on the next cycle. Until the cache shows a written object, the
-//! response of the write stands in for it (so a cycle never admits the same workload twice or
-//! forgets quota it reserved).
+//! counted and retried on the next cycle. An eviction by preemption first records the
+//! preemptor on the victim (an annotation, a patch of its own), then writes the status. Until
+//! the cache shows a written object, the response of the write stands in for it (so a cycle
+//! never admits the same workload twice or forgets quota it reserved).
 //!
 //! What differs between the two roles is [`Scope`]: the worker governs every ClusterQueue of
 //! its cluster; the manager only those with a MultiKueue admission check, and a queue whose
@@ -18,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use baton_crds::conditions::is_condition_true;
-use baton_crds::constants::condition;
+use baton_crds::constants::{PREEMPTED_BY_ANNOTATION, condition};
 use baton_crds::workload::WorkloadStatus;
 use baton_crds::{
     ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadKey, WorkloadPriorityClass,
@@ -34,7 +35,7 @@ use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
 
-use super::build::{Objects, WorkloadProblem, build};
+use super::build::{Objects, RecordProblem, WorkloadProblem, build};
 use super::checks::checks_for;
 pub use super::scope::Scope;
 use super::scope::{mark_inactive, scoped_queues, scoped_workloads};
@@ -128,9 +129,13 @@ pub struct Role {
 #[derive(Default)]
 pub struct LoopState {
     memory: LoopMemory,
-    /// key → (resourceVersion the write replaced, the written object).
-    overlay: HashMap<WorkloadKey, (Option<String>, Arc<Workload>)>,
+    /// key → (the resourceVersions the writes replaced, the written object): the object as
+    /// the cache shows it before the writes, and after the preemptor's record if there was
+    /// one, stands for the written object.
+    overlay: HashMap<WorkloadKey, (Vec<Option<String>>, Arc<Workload>)>,
     reported_class_problems: HashSet<String>,
+    /// Malformed preemptor records already reported: (workload, the annotation's value).
+    reported_records: HashSet<(WorkloadKey, String)>,
     /// When the queues' status was last written, and whether a wake-up for the next write
     /// is on its way.
     queue_status_written: Option<Instant>,
@@ -162,7 +167,7 @@ fn merged_workloads(shell: &Shell, state: &mut LoopState) -> Vec<Arc<Workload>> 
     for wl in &mut out {
         let key = WorkloadKey::of(wl);
         if let Some((replaced, written)) = state.overlay.get(&key)
-            && *replaced == wl.resource_version()
+            && replaced.contains(&wl.resource_version())
         {
             *wl = written.clone();
             keep.insert(key);
@@ -200,6 +205,7 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
     let mut built = build(&objects);
     mark_inactive(&scope, &mut built.snapshot.queues);
     report_class_problems(shell, state, &built.class_problems, &wpcs, &pcs);
+    report_record_problems(state, &built.record_problems);
 
     let models = built.snapshot.queues.clone();
     let mut snapshot = built.snapshot;
@@ -314,11 +320,11 @@ fn problem_writes(
             continue;
         };
         if let Some(status) = status::pending(wl, problem.reason, &problem.message, now) {
-            writes.push(Write {
-                workload: wl.clone(),
+            writes.push(Write::new(
+                wl,
                 status,
-                event: Some((EventType::Warning, "Inadmissible", problem.message.clone())),
-            });
+                Some((EventType::Warning, "Inadmissible", problem.message.clone())),
+            ));
         }
     }
     writes
@@ -424,21 +430,24 @@ fn count_decision(
 }
 
 async fn execute(shell: &Shell, state: &mut LoopState, writes: Vec<Write>) {
-    let results: Vec<(WorkloadKey, Option<String>, Result<Workload, kube::Error>)> =
-        futures::stream::iter(writes.into_iter().map(|w| async move {
-            let key = WorkloadKey::of(&w.workload);
-            let replaced = w.workload.resource_version();
-            let result = write_status(&shell.client, &w.workload, &w.status).await;
-            if result.is_ok()
-                && let Some((type_, why, note)) = w.event
-            {
-                publish(shell, w.workload.object_ref(&()), type_, why, note);
-            }
-            (key, replaced, result)
-        }))
-        .buffer_unordered(WRITE_CONCURRENCY)
-        .collect()
-        .await;
+    type Sent = (
+        WorkloadKey,
+        Vec<Option<String>>,
+        Result<Workload, kube::Error>,
+    );
+    let results: Vec<Sent> = futures::stream::iter(writes.into_iter().map(|w| async move {
+        let key = WorkloadKey::of(&w.workload);
+        let (replaced, result) = send(&shell.client, &w).await;
+        if result.is_ok()
+            && let Some((type_, why, note)) = w.event
+        {
+            publish(shell, w.workload.object_ref(&()), type_, why, note);
+        }
+        (key, replaced, result)
+    }))
+    .buffer_unordered(WRITE_CONCURRENCY)
+    .collect()
+    .await;
     for (key, replaced, result) in results {
         match result {
             Ok(written) => {
@@ -471,6 +480,53 @@ async fn execute(shell: &Shell, state: &mut LoopState, writes: Vec<Write>) {
             }
         }
     }
+}
+
+/// Sends one write: the preemptor's record first when the write carries one, then the status,
+/// each guarded by the resourceVersion the step before left. Returns, with the outcome, the
+/// resourceVersions the writes replaced. A conflict or a deletion stops it at either step;
+/// a record that landed without its status is ignored until the status follows (see
+/// `build`), and the next attempt finds it already there.
+async fn send(client: &Client, w: &Write) -> (Vec<Option<String>>, Result<Workload, kube::Error>) {
+    let mut replaced = vec![w.workload.resource_version()];
+    let recorded;
+    let target = match &w.preempted_by {
+        None => w.workload.as_ref(),
+        Some(preemptor) => match record_preemptor(client, &w.workload, preemptor).await {
+            Ok(written) => {
+                recorded = written;
+                replaced.push(recorded.resource_version());
+                &recorded
+            }
+            Err(e) => return (replaced, Err(e)),
+        },
+    };
+    let result = write_status(client, target, &w.status).await;
+    (replaced, result)
+}
+
+/// Sets the victim's [`PREEMPTED_BY_ANNOTATION`] to its preemptor: a merge patch of the main
+/// resource (the status subresource ignores metadata), guarded by the resourceVersion the
+/// eviction was computed from.
+async fn record_preemptor(
+    client: &Client,
+    victim: &Workload,
+    preemptor: &WorkloadKey,
+) -> Result<Workload, kube::Error> {
+    let api: Api<Workload> =
+        Api::namespaced(client.clone(), &victim.namespace().unwrap_or_default());
+    let patch = serde_json::json!({
+        "metadata": {
+            "resourceVersion": victim.resource_version(),
+            "annotations": {PREEMPTED_BY_ANNOTATION: preemptor.as_str()},
+        },
+    });
+    api.patch(
+        &victim.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
 }
 
 /// A merge patch of the whole status, guarded by the resourceVersion it was computed from.
@@ -573,6 +629,30 @@ fn report_class_problems(
                 EventType::Warning,
                 "InvalidAnnotation",
                 p.problem.message.clone(),
+            );
+        }
+    }
+}
+
+/// Malformed preemptor records: a warning once per workload and value (the record is skipped
+/// in every cycle until it is fixed or the workload is admitted again).
+fn report_record_problems(state: &mut LoopState, problems: &[RecordProblem]) {
+    let current: HashSet<(WorkloadKey, String)> = problems
+        .iter()
+        .map(|p| (p.key.clone(), p.value.clone()))
+        .collect();
+    state.reported_records.retain(|r| current.contains(r));
+    for p in problems {
+        if state
+            .reported_records
+            .insert((p.key.clone(), p.value.clone()))
+        {
+            tracing::warn!(
+                workload = %p.key,
+                annotation = PREEMPTED_BY_ANNOTATION,
+                value = %p.value,
+                error = %p.error,
+                "ignoring a malformed preemptor record on an evicted workload"
             );
         }
     }

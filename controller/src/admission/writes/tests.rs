@@ -217,6 +217,12 @@ fn a_preemption_evicts_each_victim_with_its_reason_and_tells_both_sides() {
         .map(|w| w.workload.metadata.name.clone().unwrap())
         .collect();
     assert_eq!(targets, vec!["low-1", "low-2", "high"]);
+    // Each victim records its preemptor; the preemptor's own write records nothing.
+    let recorded: Vec<Option<&str>> = writes
+        .iter()
+        .map(|w| w.preempted_by.as_ref().map(WorkloadKey::as_str))
+        .collect();
+    assert_eq!(recorded, vec![Some("ns/high"), Some("ns/high"), None]);
     let reasons: Vec<String> = writes[..2]
         .iter()
         .map(|w| {
@@ -265,6 +271,8 @@ fn waiting_retries_evictions_with_their_first_reason_and_no_new_events() {
     );
     assert_eq!(writes.len(), 2);
     assert!(writes.iter().all(|w| w.event.is_none()));
+    assert_eq!(writes[0].preempted_by, Some(key("ns/high")));
+    assert_eq!(writes[1].preempted_by, None);
     let preempted = find_condition(&writes[0].status.conditions, condition::PREEMPTED).unwrap();
     assert_eq!(preempted.reason, "InCohortReclaimWhileBorrowing");
     assert!(
@@ -274,6 +282,44 @@ fn waiting_retries_evictions_with_their_first_reason_and_no_new_events() {
         "{:?}",
         writes[1].status
     );
+}
+
+#[test]
+fn a_victim_that_already_names_its_preemptor_is_not_recorded_again() {
+    let high = workload("high");
+    let annotated = |value: &str| {
+        let mut w = workload("low-1").as_ref().clone();
+        w.metadata.annotations = Some(
+            [(PREEMPTED_BY_ANNOTATION.to_string(), value.to_string())]
+                .into_iter()
+                .collect(),
+        );
+        Arc::new(w)
+    };
+    let waiting = decision(
+        Outcome::Waiting {
+            victims: vec![key("ns/low-1")],
+        },
+        None,
+    );
+    let recorded = |victim: Arc<Workload>| {
+        let by_key = HashMap::from([(key("ns/low-1"), victim)]);
+        let writes = writes_for(
+            &Rules::default(),
+            &waiting,
+            &high,
+            "cq",
+            &by_key,
+            &HashMap::new(),
+            t0(),
+        );
+        assert_eq!(writes.len(), 2, "the eviction is still written");
+        writes[0].preempted_by.clone()
+    };
+    // The record landed with an attempt whose status did not: only the status is written.
+    assert_eq!(recorded(annotated("ns/high")), None);
+    // A record of an earlier preemptor is replaced.
+    assert_eq!(recorded(annotated("ns/earlier")), Some(key("ns/high")));
 }
 
 #[test]
