@@ -24,7 +24,7 @@ use baton_crds::workload::WorkloadStatus;
 use baton_crds::{
     ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadKey, WorkloadPriorityClass,
 };
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -35,7 +35,7 @@ use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
 
-use super::build::{Objects, RecordProblem, WorkloadProblem, build};
+use super::build::{Built, Objects, RecordProblem, WorkloadProblem, build};
 use super::checks::checks_for;
 pub use super::scope::Scope;
 use super::scope::{mark_inactive, scoped_queues, scoped_workloads};
@@ -44,7 +44,7 @@ use super::writes::{Rules, Write, upkeep_writes, writes_for};
 use crate::metrics::{ClassLabel, ErrorLabel, Metrics, PendingLabel, QueueLabel};
 use crate::queue_status::{self, Inactive, QueueInputs, queue_statuses};
 use baton_core::admission::cycle::{Decision, Outcome};
-use baton_core::admission::model::{PendingModel, QueueModel};
+use baton_core::admission::model::{PendingModel, QueueModel, Snapshot};
 use baton_core::admission::step::LoopMemory;
 
 /// How long the loop waits after a change for more changes to batch into one cycle.
@@ -181,43 +181,109 @@ fn merged_workloads(shell: &Shell, state: &mut LoopState) -> Vec<Arc<Workload>> 
 pub async fn cycle(shell: &Shell, state: &mut LoopState) {
     let started = Instant::now();
     let now = Utc::now();
-    let scope = (shell.role.scope)();
-    let c = &shell.caches;
-    let (cqs, lqs) = scoped_queues(&scope, c.cluster_queues.state(), c.local_queues.state());
-    let workloads = scoped_workloads(&scope, &lqs, merged_workloads(shell, state));
-    let (rfs, wpcs, pcs, nss) = (
-        c.flavors.state(),
-        c.workload_classes.state(),
-        c.pod_classes.state(),
-        c.namespaces.state(),
+    let inputs = Inputs::read(shell, state);
+    let mut built = build(&inputs.objects());
+    mark_inactive(&inputs.scope, &mut built.snapshot.queues);
+    report_class_problems(
+        shell,
+        state,
+        &built.class_problems,
+        &inputs.wpcs,
+        &inputs.pcs,
     );
-    let pdbs = c.budgets.as_ref().map(|b| b.state()).unwrap_or_default();
-    let objects = Objects {
-        workloads: &workloads,
-        cluster_queues: &cqs,
-        local_queues: &lqs,
-        flavors: &rfs,
-        workload_classes: &wpcs,
-        pod_classes: &pcs,
-        budgets: &pdbs,
-        namespaces: &nss,
-    };
-    let mut built = build(&objects);
-    mark_inactive(&scope, &mut built.snapshot.queues);
-    report_class_problems(shell, state, &built.class_problems, &wpcs, &pcs);
     report_record_problems(state, &built.record_problems);
 
     let models = built.snapshot.queues.clone();
-    let mut snapshot = built.snapshot;
-    let fingerprints = &built.fingerprints;
-    let pending_count = built.pending.len();
-    let step = state.memory.step(
+    let decisions = decide(
+        shell,
+        &mut state.memory,
+        std::mem::take(&mut built.snapshot),
+        &mut built.pending,
+        &built.fingerprints,
+        &inputs.workloads,
+        now,
+    );
+    shell
+        .metrics
+        .scheduling_cycle_duration
+        .observe(started.elapsed().as_secs_f64());
+
+    let writes = cycle_writes(shell, state, &decisions, &built, &models, &inputs, now);
+    execute(shell, state, writes).await;
+
+    if keep_queue_status(shell, state) {
+        let (scope, cqs, lqs) = (&inputs.scope, &inputs.cqs, &inputs.lqs);
+        write_queue_status(shell, state, scope, &models, cqs, lqs, now).await;
+    }
+    update_gauges(shell, state, &built.pending, &models, &inputs.workloads);
+}
+
+/// What a cycle reads: the caches' objects in the role's scope, with our recent writes
+/// standing in for workloads the cache has not caught up with.
+struct Inputs {
+    scope: Scope,
+    workloads: Vec<Arc<Workload>>,
+    cqs: Vec<Arc<ClusterQueue>>,
+    lqs: Vec<Arc<LocalQueue>>,
+    rfs: Vec<Arc<ResourceFlavor>>,
+    wpcs: Vec<Arc<WorkloadPriorityClass>>,
+    pcs: Vec<Arc<PriorityClass>>,
+    nss: Vec<Arc<Namespace>>,
+    pdbs: Vec<Arc<PodDisruptionBudget>>,
+}
+
+impl Inputs {
+    fn read(shell: &Shell, state: &mut LoopState) -> Self {
+        let scope = (shell.role.scope)();
+        let c = &shell.caches;
+        let (cqs, lqs) = scoped_queues(&scope, c.cluster_queues.state(), c.local_queues.state());
+        let workloads = scoped_workloads(&scope, &lqs, merged_workloads(shell, state));
+        Inputs {
+            scope,
+            workloads,
+            cqs,
+            lqs,
+            rfs: c.flavors.state(),
+            wpcs: c.workload_classes.state(),
+            pcs: c.pod_classes.state(),
+            nss: c.namespaces.state(),
+            pdbs: c.budgets.as_ref().map(|b| b.state()).unwrap_or_default(),
+        }
+    }
+
+    fn objects(&self) -> Objects<'_> {
+        Objects {
+            workloads: &self.workloads,
+            cluster_queues: &self.cqs,
+            local_queues: &self.lqs,
+            flavors: &self.rfs,
+            workload_classes: &self.wpcs,
+            pod_classes: &self.pcs,
+            budgets: &self.pdbs,
+            namespaces: &self.nss,
+        }
+    }
+}
+
+/// The core's step over the built snapshot: the decisions, in decision order. Victims of
+/// preemptors that are gone are counted as wasted.
+fn decide(
+    shell: &Shell,
+    memory: &mut LoopMemory,
+    mut snapshot: Snapshot,
+    pending: &mut [PendingModel],
+    fingerprints: &HashMap<WorkloadKey, u64>,
+    workloads: &[Arc<Workload>],
+    now: DateTime<Utc>,
+) -> Vec<Decision> {
+    let pending_count = pending.len();
+    let step = memory.step(
         &mut snapshot,
-        built.pending.iter_mut().collect(),
+        pending.iter_mut().collect(),
         |p| fingerprints.get(&p.workload.key).copied().unwrap_or(0),
         now,
     );
-    count_wasted(&shell.metrics, &step.dropped, &workloads);
+    count_wasted(&shell.metrics, &step.dropped, workloads);
     let decisions: Vec<Decision> = step.drafts.iter().map(|d| d.decision(&snapshot)).collect();
     tracing::debug!(
         pending = pending_count,
@@ -225,13 +291,23 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
         decisions = decisions.len(),
         "scheduling cycle"
     );
-    drop(step);
-    shell
-        .metrics
-        .scheduling_cycle_duration
-        .observe(started.elapsed().as_secs_f64());
+    decisions
+}
 
-    let by_key: HashMap<WorkloadKey, Arc<Workload>> = workloads
+/// The writes of a cycle: those its decisions call for (each counted), the Inadmissible
+/// status of workloads the snapshot could not use, and the upkeep of workloads that hold
+/// quota (for workloads nothing else writes).
+fn cycle_writes(
+    shell: &Shell,
+    state: &LoopState,
+    decisions: &[Decision],
+    built: &Built,
+    models: &[QueueModel],
+    inputs: &Inputs,
+    now: DateTime<Utc>,
+) -> Vec<Write> {
+    let by_key: HashMap<WorkloadKey, Arc<Workload>> = inputs
+        .workloads
         .iter()
         .map(|w| (WorkloadKey::of(w), w.clone()))
         .collect();
@@ -241,7 +317,7 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
         .map(|p| (&p.workload.key, models[p.queue].name.as_str()))
         .collect();
     let mut writes = Vec::new();
-    for decision in &decisions {
+    for decision in decisions {
         tracing::debug!(workload = %decision.key, outcome = ?decision.outcome, set_aside = decision.set_aside, "decision");
         let Some(wl) = by_key.get(&decision.key) else {
             continue;
@@ -249,7 +325,7 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
         let queue = queue_of.get(&decision.key).copied().unwrap_or("");
         count_decision(&shell.metrics, decision, queue, &by_key);
         let rules = Rules {
-            checks: checks_of(&cqs, queue, decision),
+            checks: checks_of(&inputs.cqs, queue, decision),
             holding: shell.role.holding,
         };
         let reasons = state.memory.reasons();
@@ -263,16 +339,11 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
         .map(|w| WorkloadKey::of(&w.workload))
         .collect();
     writes.extend(
-        upkeep_writes(&workloads, shell.role.holding, now)
+        upkeep_writes(&inputs.workloads, shell.role.holding, now)
             .into_iter()
             .filter(|w| !written.contains(&WorkloadKey::of(&w.workload))),
     );
-    execute(shell, state, writes).await;
-
-    if keep_queue_status(shell, state) {
-        write_queue_status(shell, state, &scope, &models, &cqs, &lqs, now).await;
-    }
-    update_gauges(shell, state, &built.pending, &models, &workloads);
+    writes
 }
 
 /// Victims evicted for a preemptor that is gone before it reserved quota (a MultiKueue

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use baton_crds::{ResourceFlavor, Workload, WorkloadKey};
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
@@ -20,7 +20,7 @@ use kube::{Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
 
 use super::plan::{JobEvent, JobWrite, Plan, plan};
-use super::view::{Binding, orphans, views};
+use super::view::{Binding, JobView, orphans, views};
 use crate::jobs::{FlavorPlacement, workload_name};
 use crate::metrics::{ErrorLabel, Metrics};
 use crate::shutdown::Shutdown;
@@ -165,8 +165,34 @@ async fn pass(shell: &Shell, state: &mut LoopState) {
         .iter()
         .map(|f| (f.name_any(), FlavorPlacement::from(f.as_ref())))
         .collect();
+    let by_uid: HashMap<&str, &Arc<Job>> = jobs
+        .iter()
+        .filter_map(|j| j.metadata.uid.as_deref().map(|u| (u, j)))
+        .collect();
+    let (mut writes, problems) = plan_jobs(state, views(&jobs, &workloads, &flavors), &by_uid, now);
+    for wl in orphans(&jobs, &workloads, now) {
+        writes.push((
+            None,
+            JobWrite::DeleteWorkload(Box::new((*wl).clone())),
+            None,
+        ));
+    }
+    report_problems(shell, state, &by_uid, problems);
+    execute(shell, state, writes).await;
+}
 
-    // Skip objects whose cache still shows what the last write replaced.
+/// A Job's event that comes with no write (a problem to report).
+type Problem = (Arc<Job>, JobEvent);
+
+/// Plans every Job, skipping those whose Job or Workload the cache still shows as it was
+/// before our last write to it (for at most [`STALE_FOR`]); forgets the writes the cache has
+/// caught up with. Returns the writes, and the problems to report.
+fn plan_jobs(
+    state: &mut LoopState,
+    views: Vec<JobView<'_>>,
+    by_uid: &HashMap<&str, &Arc<Job>>,
+    now: DateTime<Utc>,
+) -> (Vec<Step>, Vec<Problem>) {
     let mut still_stale = HashSet::new();
     let mut is_stale = |k: Target, version: Option<String>| {
         let stale = state
@@ -179,24 +205,13 @@ async fn pass(shell: &Shell, state: &mut LoopState) {
         stale
     };
     let mut writes: Vec<Step> = Vec::new();
-    let by_uid: HashMap<&str, &Arc<Job>> = jobs
-        .iter()
-        .filter_map(|j| j.metadata.uid.as_deref().map(|u| (u, j)))
-        .collect();
     let mut problems = Vec::new();
-    for view in views(&jobs, &workloads, &flavors) {
+    for view in views {
         let job = view.job;
         if is_stale(Target::Job(JobKey::of(job)), job.resource_version()) {
             continue;
         }
-        let namespace = job.namespace().unwrap_or_default();
-        let (bound, version) = match view.binding {
-            Binding::Bound(w) | Binding::PrebuiltUnowned(w) | Binding::PrebuiltTaken(w) => {
-                (WorkloadKey::of(w), w.resource_version())
-            }
-            Binding::Unbound => (WorkloadKey::new(&namespace, &workload_name(job)), None),
-            Binding::PrebuiltMissing(name) => (WorkloadKey::new(&namespace, name), None),
-        };
+        let (bound, version) = bound_workload(&view);
         if is_stale(Target::Workload(bound), version) {
             continue;
         }
@@ -216,19 +231,35 @@ async fn pass(shell: &Shell, state: &mut LoopState) {
             }
         }
     }
-    for wl in orphans(&jobs, &workloads, now) {
-        writes.push((
-            None,
-            JobWrite::DeleteWorkload(Box::new((*wl).clone())),
-            None,
-        ));
-    }
     state.written.retain(|k, _| still_stale.contains(k));
+    (writes, problems)
+}
 
-    let uids: HashSet<&str> = by_uid.keys().copied().collect();
+/// The Workload a Job is bound to, or is to be: its key, and its resourceVersion when it
+/// exists.
+fn bound_workload(view: &JobView<'_>) -> (WorkloadKey, Option<String>) {
+    let job = view.job;
+    let namespace = job.namespace().unwrap_or_default();
+    match view.binding {
+        Binding::Bound(w) | Binding::PrebuiltUnowned(w) | Binding::PrebuiltTaken(w) => {
+            (WorkloadKey::of(w), w.resource_version())
+        }
+        Binding::Unbound => (WorkloadKey::new(&namespace, &workload_name(job)), None),
+        Binding::PrebuiltMissing(name) => (WorkloadKey::new(&namespace, name), None),
+    }
+}
+
+/// Publishes each problem once per Job, reason and message (forgetting those of Jobs that
+/// are gone), with a warning in the log.
+fn report_problems(
+    shell: &Shell,
+    state: &mut LoopState,
+    by_uid: &HashMap<&str, &Arc<Job>>,
+    problems: Vec<Problem>,
+) {
     state
         .reported
-        .retain(|(uid, _, _)| uids.contains(uid.as_str()));
+        .retain(|(uid, _, _)| by_uid.contains_key(uid.as_str()));
     for (job, event) in problems {
         let id = (
             job.metadata.uid.clone().unwrap_or_default(),
@@ -240,7 +271,6 @@ async fn pass(shell: &Shell, state: &mut LoopState) {
             publish(shell, &job, event);
         }
     }
-    execute(shell, state, writes).await;
 }
 
 async fn execute(shell: &Shell, state: &mut LoopState, writes: Vec<Step>) {
