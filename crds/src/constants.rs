@@ -6,6 +6,12 @@ pub const MULTIKUEUE_GATE: &str = "kueue.x-k8s.io/multikueue";
 pub const MULTIKUEUE_CONTROLLER_NAME: &str = "kueue.x-k8s.io/multikueue";
 /// Label on replicas naming the manager that created them.
 pub const MULTIKUEUE_ORIGIN_LABEL: &str = "kueue.x-k8s.io/multikueue-origin";
+/// Annotation on a Workload evicted by preemption: its preemptor's `namespace/name` (a
+/// [`crate::WorkloadKey`]). The admission loop writes it with the eviction, in its own patch
+/// (a status write cannot change metadata), and reads it back after a restart while the
+/// workload's `Evicted` condition is True for `Preempted`; otherwise it is stale and ignored.
+/// The condition's message names the preemptor too, for people; code reads only this.
+pub const PREEMPTED_BY_ANNOTATION: &str = "baton.dev/preempted-by";
 
 /// Workload condition types.
 pub mod condition {

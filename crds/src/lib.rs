@@ -11,6 +11,7 @@ pub mod constants;
 pub mod demand;
 pub mod gates;
 pub mod generate;
+pub mod key;
 pub mod local_queue;
 pub mod multikueue;
 pub mod priority;
@@ -23,6 +24,7 @@ pub mod workload;
 
 pub use admission_check::{AdmissionCheck, AdmissionCheckSpec};
 pub use cluster_queue::{ClusterQueue, ClusterQueueSpec, ClusterQueueStatus};
+pub use key::{ParseKeyError, WorkloadKey};
 pub use local_queue::{LocalQueue, LocalQueueSpec, LocalQueueStatus};
 pub use multikueue::{
     MultiKueueCluster, MultiKueueClusterSpec, MultiKueueConfig, MultiKueueConfigSpec,

@@ -509,7 +509,7 @@ pub async fn reconciled_after<T>(
 
 /// The name of a replica's owner workload (for messages).
 pub fn describe(wl: &Workload) -> String {
-    format!("{}/{}", wl.namespace().unwrap_or_default(), wl.name_any())
+    baton_crds::WorkloadKey::of(wl).to_string()
 }
 
 impl Drop for Env {

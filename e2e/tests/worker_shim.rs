@@ -3,13 +3,15 @@
 
 use std::time::Duration;
 
+use baton_crds::WorkloadKey;
 use baton_crds::conditions::find_condition;
-use baton_crds::constants::{MULTIKUEUE_GATE, condition};
+use baton_crds::constants::{MULTIKUEUE_GATE, PREEMPTED_BY_ANNOTATION, condition};
 use baton_crds::gates::gate_state;
 use baton_crds::workload::{GateState, Workload};
 use baton_e2e::harness::eventually;
 use baton_e2e::multikueue::Env;
 use baton_e2e::workers::{is_admitted, is_evicted, is_gated};
+use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
@@ -123,6 +125,7 @@ async fn lower_priority_work_is_preempted_for_an_ungated_workload() {
     let mut evicted = Vec::new();
     for name in ["low-1", "low-2"] {
         let wl = env.worker_workload(1, name).await.expect("exists");
+        let recorded = wl.annotations().get(PREEMPTED_BY_ANNOTATION).cloned();
         if is_evicted(&wl) {
             let (status, reason, message) = condition_of(&wl, condition::PREEMPTED);
             assert_eq!(
@@ -131,7 +134,13 @@ async fn lower_priority_work_is_preempted_for_an_ungated_workload() {
             );
             assert!(message.contains("/high"), "{message}");
             assert!(!is_admitted(&wl));
+            // The preemptor is recorded as data on the victim (its own patch: a status
+            // write cannot change metadata).
+            let preemptor = WorkloadKey::new(&wl.namespace().unwrap_or_default(), "high");
+            assert_eq!(recorded.as_deref(), Some(preemptor.as_str()));
             evicted.push(name);
+        } else {
+            assert_eq!(recorded, None, "{name} was not evicted");
         }
     }
     assert_eq!(

@@ -5,6 +5,7 @@
 //! decisions per second, then a drain of all 15,000 (cycles until every workload was admitted,
 //! admitted work finishing as it goes). Run: `cargo bench -p baton --bench scheduler`.
 
+use baton_crds::WorkloadKey;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -82,7 +83,7 @@ fn workload(i: usize) -> (WorkloadModel, usize) {
     total.add("cpu", cpus * 1000);
     (
         WorkloadModel {
-            key: format!("ns/wl-{i:05}"),
+            key: WorkloadKey::new("ns", &format!("wl-{i:05}")),
             namespace: "ns".into(),
             priority,
             created: at(i as i64),
@@ -155,7 +156,7 @@ fn main() {
         let full: Vec<AdmittedInput> = (0..QUEUES * NOMINAL_CPUS as usize)
             .map(|i| {
                 let (mut w, _) = workload(i * 10); // i*10 % 10 == 0: a 1-CPU, priority-50 workload
-                w.key = format!("ns/low-{i:05}");
+                w.key = WorkloadKey::new("ns", &format!("low-{i:05}"));
                 (
                     AdmittedModel {
                         workload: w,

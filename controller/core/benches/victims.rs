@@ -2,6 +2,7 @@
 //! mixed priorities, a few disruption budgets (some guarded by KEP-4664 classes) and some
 //! tolerating classes. Target: at most 1 ms at 10,000.
 
+use baton_crds::WorkloadKey;
 use std::collections::BTreeMap;
 use std::hint::black_box;
 
@@ -70,7 +71,7 @@ fn world(n: usize) -> World {
             pod_sets.push(group(app, "driver", 1));
         }
         candidates.push(Candidate {
-            key: format!("{namespace}/w{i:05}"),
+            key: WorkloadKey::new(&namespace, &format!("w{i:05}")),
             namespace,
             priority,
             admitted_at: now - TimeDelta::seconds(dice.below(7200) as i64),

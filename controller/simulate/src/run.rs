@@ -2,6 +2,8 @@
 //! (`baton_core::admission::cycle::schedule`, victim selection inside), a virtual manager running the
 //! real ungating decision, and the delays between them, on a virtual clock.
 
+use baton_crds::WorkloadKey;
+
 use super::events::{EventQueue, Millis};
 use super::manager::{Fleet, Managed, Observed, millis};
 use super::metrics::{Eviction, Outcome, Reservation, WorkloadStats};
@@ -51,11 +53,11 @@ enum Event {
     },
     VictimGone {
         worker: usize,
-        key: String,
+        key: WorkloadKey,
     },
     Finish {
         worker: usize,
-        key: String,
+        key: WorkloadKey,
         epoch: u32,
     },
 }
@@ -210,9 +212,7 @@ impl Sim<'_> {
         match w.cluster {
             Some(c) => {
                 let entry = Entry::new(wl, w, None, self.now(), false);
-                self.workers[c]
-                    .entries
-                    .insert(entry.key().to_string(), entry);
+                self.workers[c].entries.insert(entry.key().clone(), entry);
                 self.touch(c);
             }
             None => self.manage(wl),
@@ -236,7 +236,7 @@ impl Sim<'_> {
         );
         self.workers[worker]
             .entries
-            .insert(entry.key().to_string(), entry);
+            .insert(entry.key().clone(), entry);
         self.touch(worker);
     }
 
@@ -338,7 +338,7 @@ impl Sim<'_> {
         );
     }
 
-    fn evict(&mut self, worker: usize, victim: &str, preemptor: usize, round: Option<u32>) {
+    fn evict(&mut self, worker: usize, victim: &WorkloadKey, preemptor: usize, round: Option<u32>) {
         let now = self.now();
         let Some(e) = self.workers[worker].entries.get_mut(victim) else {
             return;
@@ -380,7 +380,7 @@ impl Sim<'_> {
             now + stop,
             Event::VictimGone {
                 worker,
-                key: victim.to_string(),
+                key: victim.clone(),
             },
         );
         if let Some(round) = victim_round {
@@ -395,7 +395,7 @@ impl Sim<'_> {
 
     /// An evicted workload's pods are gone: its quota is free. A local workload queues
     /// again; a replica is deleted (the manager dispatches the workload again).
-    fn victim_gone(&mut self, worker: usize, key: &str) {
+    fn victim_gone(&mut self, worker: usize, key: &WorkloadKey) {
         let w = &mut self.workers[worker];
         let Some(mut e) = w.remove(key) else {
             return self.touch(worker);
@@ -411,7 +411,7 @@ impl Sim<'_> {
             e.pending.held = None;
             e.signal_since = None;
             e.cost = None;
-            w.entries.insert(key.to_string(), e);
+            w.entries.insert(key.clone(), e);
         }
         self.touch(worker);
     }
@@ -455,7 +455,7 @@ impl Sim<'_> {
         }
     }
 
-    fn finish(&mut self, worker: usize, key: &str, epoch: u32) {
+    fn finish(&mut self, worker: usize, key: &WorkloadKey, epoch: u32) {
         let now = self.now();
         let w = &mut self.workers[worker];
         let Some(e) = w.entries.get(key) else { return };

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use baton_crds::WorkloadKey;
 use baton_crds::cluster_queue::{
     ClusterQueuePreemption, FlavorFungibility, QueueingStrategy, ReclaimWithinCohort,
     WithinClusterQueue,
@@ -40,10 +41,10 @@ pub fn stored(ms: Millis) -> DateTime<Utc> {
 
 /// The key of a workload on a worker: local workloads by name, replicas by name and round
 /// (a workload sent back to dispatch gets new replicas).
-pub fn key(name: &str, round: Option<u32>) -> String {
+pub fn key(name: &str, round: Option<u32>) -> WorkloadKey {
     match round {
-        None => format!("{NAMESPACE}/{name}"),
-        Some(r) => format!("{NAMESPACE}/{name}~{r}"),
+        None => WorkloadKey::new(NAMESPACE, name),
+        Some(r) => WorkloadKey::new(NAMESPACE, &format!("{name}~{r}")),
     }
 }
 
@@ -126,7 +127,7 @@ impl Entry {
         }
     }
 
-    pub fn key(&self) -> &str {
+    pub fn key(&self) -> &WorkloadKey {
         &self.pending.workload.key
     }
 
@@ -140,7 +141,7 @@ pub struct Worker {
     pub name: String,
     pub cpu_milli: i64,
     /// By key; a BTreeMap so that snapshots (and so runs) are deterministic.
-    pub entries: BTreeMap<String, Entry>,
+    pub entries: BTreeMap<WorkloadKey, Entry>,
     /// A cycle is already scheduled.
     pub cycle_queued: bool,
     /// What the worker's admission loop remembers between cycles (the shims' own memory:
@@ -235,7 +236,7 @@ impl Worker {
     }
 
     /// Removes a workload from this worker; its admission loop forgets it too.
-    pub fn remove(&mut self, key: &str) -> Option<Entry> {
+    pub fn remove(&mut self, key: &WorkloadKey) -> Option<Entry> {
         self.memory.forget(key);
         self.entries.remove(key)
     }
@@ -250,8 +251,8 @@ impl Worker {
             let State::Admitted { at, evicting, .. } = &e.state else {
                 continue;
             };
-            while old.next_if(|m| m.workload.key.as_str() < e.key()).is_some() {}
-            let mut model = match old.next_if(|m| m.workload.key == e.key()) {
+            while old.next_if(|m| m.workload.key < *e.key()).is_some() {}
+            let mut model = match old.next_if(|m| m.workload.key == *e.key()) {
                 Some(model) => model,
                 None => AdmittedModel {
                     workload: e.pending.workload.clone(),
@@ -272,14 +273,14 @@ impl Worker {
 /// What applying one decision reads of it: the rest (messages, the assignment) is never
 /// written out in a simulation.
 pub struct Applied {
-    pub key: String,
+    pub key: WorkloadKey,
     pub change: Change,
 }
 
 pub enum Change {
     Admit,
     /// The victims' keys.
-    Preempt(Vec<String>),
+    Preempt(Vec<WorkloadKey>),
     Gated(PreemptionCost),
     /// Waiting or pending.
     Other,
@@ -299,7 +300,7 @@ impl Applied {
             DraftOutcome::Waiting | DraftOutcome::Pending(_) => Change::Other,
         };
         Applied {
-            key: draft.key().to_string(),
+            key: draft.key().clone(),
             change,
         }
     }

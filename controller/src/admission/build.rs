@@ -8,14 +8,17 @@ use std::collections::{BTreeMap, HashMap};
 use baton_crds::cluster_queue::ResourceQuota;
 use baton_crds::cluster_queue::StopPolicy;
 use baton_crds::conditions::{condition_transition_time, is_condition_true};
-use baton_crds::constants::condition;
+use baton_crds::constants::{PREEMPTED_BY_ANNOTATION, condition, reason};
 use baton_crds::demand::{admission_usage, pod_set_demand};
 use baton_crds::gates::{gates, preemption_gated};
 use baton_crds::priority::{PriorityClasses, resolve_priority};
 use baton_crds::quantity::parse_milli;
 use baton_crds::time::to_chrono;
 use baton_crds::workload::PriorityClassGroup;
-use baton_crds::{ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass};
+use baton_crds::{
+    ClusterQueue, LocalQueue, ParseKeyError, ResourceFlavor, Workload, WorkloadKey,
+    WorkloadPriorityClass,
+};
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -46,9 +49,19 @@ pub struct Objects<'a> {
 /// A pending workload that cannot be scheduled, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkloadProblem {
-    pub key: String,
+    pub key: WorkloadKey,
     pub reason: &'static str,
     pub message: String,
+}
+
+/// An evicted workload whose preemptor record ([`PREEMPTED_BY_ANNOTATION`]) is not a
+/// workload key: the record is skipped (the workload is treated as naming no preemptor).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordProblem {
+    pub key: WorkloadKey,
+    /// The annotation's value.
+    pub value: String,
+    pub error: ParseKeyError,
 }
 
 /// A malformed annotation on a priority class.
@@ -65,20 +78,12 @@ pub struct Built {
     pub snapshot: Snapshot,
     pub pending: Vec<PendingModel>,
     /// What could make a set-aside pending workload admissible, by key.
-    pub fingerprints: HashMap<String, u64>,
+    pub fingerprints: HashMap<WorkloadKey, u64>,
     pub problems: Vec<WorkloadProblem>,
     pub class_problems: Vec<ClassProblem>,
+    pub record_problems: Vec<RecordProblem>,
     /// Admitted workloads per queue name, for queue status.
-    pub admitted_keys: Vec<String>,
-}
-
-/// `namespace/name` of a namespaced object.
-pub fn key_of(workload: &Workload) -> String {
-    format!(
-        "{}/{}",
-        workload.namespace().unwrap_or_default(),
-        workload.name_any()
-    )
+    pub admitted_keys: Vec<WorkloadKey>,
 }
 
 struct Classes<'a> {
@@ -95,8 +100,9 @@ impl PriorityClasses for Classes<'_> {
     }
 }
 
-/// Builds the snapshot. A pending preemptor's `victims_in_flight` are those whose `Evicted`
-/// condition names it and that still hold quota; the loop's step adds the ones it remembers.
+/// Builds the snapshot. A pending preemptor's `victims_in_flight` are the evicted workloads
+/// still holding quota whose preemptor record names it (see `Sorted::evicted_for`); the loop's step
+/// adds the ones it remembers.
 pub fn build(objects: &Objects<'_>) -> Built {
     let classes = classes(objects);
     let (policies, class_problems) = class_policies(&classes);
@@ -132,6 +138,7 @@ pub fn build(objects: &Objects<'_>) -> Built {
         evicting_for,
         mut pending,
         problems,
+        record_problems,
         fingerprints,
     } = sorted;
     let QueueTable { models, limits, .. } = queues;
@@ -143,6 +150,7 @@ pub fn build(objects: &Objects<'_>) -> Built {
         fingerprints,
         problems,
         class_problems,
+        record_problems,
         admitted_keys,
     }
 }
@@ -339,19 +347,20 @@ struct PlaceContext<'a> {
 #[derive(Default)]
 struct Sorted {
     admitted: Vec<AdmittedInput>,
-    admitted_keys: Vec<String>,
+    admitted_keys: Vec<WorkloadKey>,
     /// (victim, preemptor) of evicted workloads still holding quota.
-    evicting_for: Vec<(String, String)>,
+    evicting_for: Vec<(WorkloadKey, WorkloadKey)>,
     pending: Vec<PendingModel>,
     problems: Vec<WorkloadProblem>,
-    fingerprints: HashMap<String, u64>,
+    record_problems: Vec<RecordProblem>,
+    fingerprints: HashMap<WorkloadKey, u64>,
 }
 
 impl Sorted {
     /// Sorts one workload: skipped when deleted, finished or inactive; admitted when it
     /// holds a reservation; pending when its queue takes it; otherwise a problem.
     fn place(&mut self, wl: &Workload, cx: &PlaceContext<'_>) {
-        let key = key_of(wl);
+        let key = WorkloadKey::of(wl);
         let conditions = wl
             .status
             .as_ref()
@@ -375,7 +384,7 @@ impl Sorted {
             let admitted_at = condition_transition_time(conditions, condition::QUOTA_RESERVED)
                 .unwrap_or(model.created);
             self.admitted_keys.push(key.clone());
-            if let Some(preemptor) = evicted_for(conditions) {
+            if let Some(preemptor) = self.evicted_for(wl, &key, conditions) {
                 self.evicting_for.push((key, preemptor));
             }
             let model = AdmittedModel {
@@ -396,13 +405,14 @@ impl Sorted {
         };
         match pending_queue(wl, queue_name, cx) {
             Ok(queue) => {
+                let yields_to = self.evicted_for(wl, &key, conditions);
                 self.fingerprints.insert(key, fingerprint(wl));
                 self.pending.push(PendingModel {
                     workload: model,
                     queue,
                     gate_closed: preemption_gated(wl),
                     victims_in_flight: Vec::new(),
-                    yields_to: evicted_for(conditions),
+                    yields_to,
                     held: None,
                 });
             }
@@ -410,7 +420,36 @@ impl Sorted {
         }
     }
 
-    fn problem(&mut self, key: String, message: String) {
+    /// The preemptor `wl` was evicted for, as its [`PREEMPTED_BY_ANNOTATION`] records it, while
+    /// its `Evicted` condition is True for `Preempted` (as `status::evicted` writes it, in the
+    /// write after the record). Otherwise the record is stale (re-admitted since, evicted for
+    /// another cause, or a status write that never landed) and ignored. A malformed record is
+    /// skipped and reported.
+    fn evicted_for(
+        &mut self,
+        wl: &Workload,
+        key: &WorkloadKey,
+        conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+    ) -> Option<WorkloadKey> {
+        let evicted = baton_crds::conditions::find_condition(conditions, condition::EVICTED)?;
+        if evicted.status != "True" || evicted.reason != reason::PREEMPTED {
+            return None;
+        }
+        let value = wl.annotations().get(PREEMPTED_BY_ANNOTATION)?;
+        match value.parse() {
+            Ok(preemptor) => Some(preemptor),
+            Err(error) => {
+                self.record_problems.push(RecordProblem {
+                    key: key.clone(),
+                    value: value.clone(),
+                    error,
+                });
+                None
+            }
+        }
+    }
+
+    fn problem(&mut self, key: WorkloadKey, message: String) {
         self.problems.push(WorkloadProblem {
             key,
             reason: "Inadmissible",
@@ -479,8 +518,8 @@ fn budget_models(objects: &Objects<'_>) -> Vec<Budget> {
 /// A victim back in its queue yields only to a preemptor that still waits. Evicted victims
 /// still holding quota (Jobs' workloads) name their preemptor: a restarted shim, which
 /// forgot whom it chose, keeps waiting for them instead of choosing more.
-fn link_preemptors(pending: &mut [PendingModel], evicting_for: &[(String, String)]) {
-    let pending_keys: std::collections::HashSet<String> =
+fn link_preemptors(pending: &mut [PendingModel], evicting_for: &[(WorkloadKey, WorkloadKey)]) {
+    let pending_keys: std::collections::HashSet<WorkloadKey> =
         pending.iter().map(|p| p.workload.key.clone()).collect();
     for p in pending.iter_mut() {
         p.yields_to = p.yields_to.take().filter(|k| pending_keys.contains(k));
@@ -494,24 +533,10 @@ fn link_preemptors(pending: &mut [PendingModel], evicting_for: &[(String, String
     }
 }
 
-/// The preemptor an evicted workload names in its `Evicted` condition (as
-/// `status::evicted` writes it), if it is evicted.
-fn evicted_for(
-    conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
-) -> Option<String> {
-    let c = baton_crds::conditions::find_condition(conditions, condition::EVICTED)?;
-    if c.status != "True" {
-        return None;
-    }
-    let rest = c.message.split_once("to accommodate workload ")?.1;
-    let key = rest.split_whitespace().next()?;
-    key.contains('/').then(|| key.to_string())
-}
-
 /// The core's view of one workload.
 fn workload_model(
     wl: &Workload,
-    key: &str,
+    key: &WorkloadKey,
     classes: &Classes<'_>,
     policies: &HashMap<(bool, String), VictimPolicy>,
 ) -> Result<WorkloadModel, String> {
@@ -546,7 +571,7 @@ fn workload_model(
         });
     }
     Ok(WorkloadModel {
-        key: key.to_string(),
+        key: key.clone(),
         namespace: wl.namespace().unwrap_or_default(),
         priority,
         created: creation(wl),

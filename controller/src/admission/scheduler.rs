@@ -4,9 +4,10 @@
 //! The caller wakes the loop on any cache change (or a periodic resync) and waits a short
 //! batch window so a burst of changes makes one cycle; a cycle builds a snapshot, runs the
 //! pure core and writes the results. Writes carry the object's resourceVersion; a conflict is
-//! counted and retried on the next cycle. Until the cache shows a written object, the
-//! response of the write stands in for it (so a cycle never admits the same workload twice or
-//! forgets quota it reserved).
+//! counted and retried on the next cycle. An eviction by preemption first records the
+//! preemptor on the victim (an annotation, a patch of its own), then writes the status. Until
+//! the cache shows a written object, the response of the write stands in for it (so a cycle
+//! never admits the same workload twice or forgets quota it reserved).
 //!
 //! What differs between the two roles is [`Scope`]: the worker governs every ClusterQueue of
 //! its cluster; the manager only those with a MultiKueue admission check, and a queue whose
@@ -18,10 +19,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use baton_crds::conditions::is_condition_true;
-use baton_crds::constants::condition;
+use baton_crds::constants::{PREEMPTED_BY_ANNOTATION, condition};
 use baton_crds::workload::WorkloadStatus;
-use baton_crds::{ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass};
-use chrono::Utc;
+use baton_crds::{
+    ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadKey, WorkloadPriorityClass,
+};
+use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -32,7 +35,7 @@ use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
 
-use super::build::{Objects, WorkloadProblem, build, key_of};
+use super::build::{Built, Objects, RecordProblem, WorkloadProblem, build};
 use super::checks::checks_for;
 pub use super::scope::Scope;
 use super::scope::{mark_inactive, scoped_queues, scoped_workloads};
@@ -41,7 +44,7 @@ use super::writes::{Rules, Write, upkeep_writes, writes_for};
 use crate::metrics::{ClassLabel, ErrorLabel, Metrics, PendingLabel, QueueLabel};
 use crate::queue_status::{self, Inactive, QueueInputs, queue_statuses};
 use baton_core::admission::cycle::{Decision, Outcome};
-use baton_core::admission::model::{PendingModel, QueueModel};
+use baton_core::admission::model::{PendingModel, QueueModel, Snapshot};
 use baton_core::admission::step::LoopMemory;
 
 /// How long the loop waits after a change for more changes to batch into one cycle.
@@ -126,9 +129,13 @@ pub struct Role {
 #[derive(Default)]
 pub struct LoopState {
     memory: LoopMemory,
-    /// key → (resourceVersion the write replaced, the written object).
-    overlay: HashMap<String, (Option<String>, Arc<Workload>)>,
+    /// key → (the resourceVersions the writes replaced, the written object): the object as
+    /// the cache shows it before the writes, and after the preemptor's record if there was
+    /// one, stands for the written object.
+    overlay: HashMap<WorkloadKey, (Vec<Option<String>>, Arc<Workload>)>,
     reported_class_problems: HashSet<String>,
+    /// Malformed preemptor records already reported: (workload, the annotation's value).
+    reported_records: HashSet<(WorkloadKey, String)>,
     /// When the queues' status was last written, and whether a wake-up for the next write
     /// is on its way.
     queue_status_written: Option<Instant>,
@@ -158,9 +165,9 @@ fn merged_workloads(shell: &Shell, state: &mut LoopState) -> Vec<Arc<Workload>> 
     let mut out = shell.caches.workloads.state();
     let mut keep = HashSet::new();
     for wl in &mut out {
-        let key = key_of(wl);
+        let key = WorkloadKey::of(wl);
         if let Some((replaced, written)) = state.overlay.get(&key)
-            && *replaced == wl.resource_version()
+            && replaced.contains(&wl.resource_version())
         {
             *wl = written.clone();
             keep.insert(key);
@@ -174,42 +181,109 @@ fn merged_workloads(shell: &Shell, state: &mut LoopState) -> Vec<Arc<Workload>> 
 pub async fn cycle(shell: &Shell, state: &mut LoopState) {
     let started = Instant::now();
     let now = Utc::now();
-    let scope = (shell.role.scope)();
-    let c = &shell.caches;
-    let (cqs, lqs) = scoped_queues(&scope, c.cluster_queues.state(), c.local_queues.state());
-    let workloads = scoped_workloads(&scope, &lqs, merged_workloads(shell, state));
-    let (rfs, wpcs, pcs, nss) = (
-        c.flavors.state(),
-        c.workload_classes.state(),
-        c.pod_classes.state(),
-        c.namespaces.state(),
+    let inputs = Inputs::read(shell, state);
+    let mut built = build(&inputs.objects());
+    mark_inactive(&inputs.scope, &mut built.snapshot.queues);
+    report_class_problems(
+        shell,
+        state,
+        &built.class_problems,
+        &inputs.wpcs,
+        &inputs.pcs,
     );
-    let pdbs = c.budgets.as_ref().map(|b| b.state()).unwrap_or_default();
-    let objects = Objects {
-        workloads: &workloads,
-        cluster_queues: &cqs,
-        local_queues: &lqs,
-        flavors: &rfs,
-        workload_classes: &wpcs,
-        pod_classes: &pcs,
-        budgets: &pdbs,
-        namespaces: &nss,
-    };
-    let mut built = build(&objects);
-    mark_inactive(&scope, &mut built.snapshot.queues);
-    report_class_problems(shell, state, &built.class_problems, &wpcs, &pcs);
+    report_record_problems(state, &built.record_problems);
 
     let models = built.snapshot.queues.clone();
-    let mut snapshot = built.snapshot;
-    let fingerprints = &built.fingerprints;
-    let pending_count = built.pending.len();
-    let step = state.memory.step(
+    let decisions = decide(
+        shell,
+        &mut state.memory,
+        std::mem::take(&mut built.snapshot),
+        &mut built.pending,
+        &built.fingerprints,
+        &inputs.workloads,
+        now,
+    );
+    shell
+        .metrics
+        .scheduling_cycle_duration
+        .observe(started.elapsed().as_secs_f64());
+
+    let writes = cycle_writes(shell, state, &decisions, &built, &models, &inputs, now);
+    execute(shell, state, writes).await;
+
+    if keep_queue_status(shell, state) {
+        let (scope, cqs, lqs) = (&inputs.scope, &inputs.cqs, &inputs.lqs);
+        write_queue_status(shell, state, scope, &models, cqs, lqs, now).await;
+    }
+    update_gauges(shell, state, &built.pending, &models, &inputs.workloads);
+}
+
+/// What a cycle reads: the caches' objects in the role's scope, with our recent writes
+/// standing in for workloads the cache has not caught up with.
+struct Inputs {
+    scope: Scope,
+    workloads: Vec<Arc<Workload>>,
+    cqs: Vec<Arc<ClusterQueue>>,
+    lqs: Vec<Arc<LocalQueue>>,
+    rfs: Vec<Arc<ResourceFlavor>>,
+    wpcs: Vec<Arc<WorkloadPriorityClass>>,
+    pcs: Vec<Arc<PriorityClass>>,
+    nss: Vec<Arc<Namespace>>,
+    pdbs: Vec<Arc<PodDisruptionBudget>>,
+}
+
+impl Inputs {
+    fn read(shell: &Shell, state: &mut LoopState) -> Self {
+        let scope = (shell.role.scope)();
+        let c = &shell.caches;
+        let (cqs, lqs) = scoped_queues(&scope, c.cluster_queues.state(), c.local_queues.state());
+        let workloads = scoped_workloads(&scope, &lqs, merged_workloads(shell, state));
+        Inputs {
+            scope,
+            workloads,
+            cqs,
+            lqs,
+            rfs: c.flavors.state(),
+            wpcs: c.workload_classes.state(),
+            pcs: c.pod_classes.state(),
+            nss: c.namespaces.state(),
+            pdbs: c.budgets.as_ref().map(|b| b.state()).unwrap_or_default(),
+        }
+    }
+
+    fn objects(&self) -> Objects<'_> {
+        Objects {
+            workloads: &self.workloads,
+            cluster_queues: &self.cqs,
+            local_queues: &self.lqs,
+            flavors: &self.rfs,
+            workload_classes: &self.wpcs,
+            pod_classes: &self.pcs,
+            budgets: &self.pdbs,
+            namespaces: &self.nss,
+        }
+    }
+}
+
+/// The core's step over the built snapshot: the decisions, in decision order. Victims of
+/// preemptors that are gone are counted as wasted.
+fn decide(
+    shell: &Shell,
+    memory: &mut LoopMemory,
+    mut snapshot: Snapshot,
+    pending: &mut [PendingModel],
+    fingerprints: &HashMap<WorkloadKey, u64>,
+    workloads: &[Arc<Workload>],
+    now: DateTime<Utc>,
+) -> Vec<Decision> {
+    let pending_count = pending.len();
+    let step = memory.step(
         &mut snapshot,
-        built.pending.iter_mut().collect(),
+        pending.iter_mut().collect(),
         |p| fingerprints.get(&p.workload.key).copied().unwrap_or(0),
         now,
     );
-    count_wasted(&shell.metrics, &step.dropped, &workloads);
+    count_wasted(&shell.metrics, &step.dropped, workloads);
     let decisions: Vec<Decision> = step.drafts.iter().map(|d| d.decision(&snapshot)).collect();
     tracing::debug!(
         pending = pending_count,
@@ -217,29 +291,41 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
         decisions = decisions.len(),
         "scheduling cycle"
     );
-    drop(step);
-    shell
-        .metrics
-        .scheduling_cycle_duration
-        .observe(started.elapsed().as_secs_f64());
+    decisions
+}
 
-    let by_key: HashMap<String, Arc<Workload>> =
-        workloads.iter().map(|w| (key_of(w), w.clone())).collect();
-    let queue_of: HashMap<&str, &str> = built
+/// The writes of a cycle: those its decisions call for (each counted), the Inadmissible
+/// status of workloads the snapshot could not use, and the upkeep of workloads that hold
+/// quota (for workloads nothing else writes).
+fn cycle_writes(
+    shell: &Shell,
+    state: &LoopState,
+    decisions: &[Decision],
+    built: &Built,
+    models: &[QueueModel],
+    inputs: &Inputs,
+    now: DateTime<Utc>,
+) -> Vec<Write> {
+    let by_key: HashMap<WorkloadKey, Arc<Workload>> = inputs
+        .workloads
+        .iter()
+        .map(|w| (WorkloadKey::of(w), w.clone()))
+        .collect();
+    let queue_of: HashMap<&WorkloadKey, &str> = built
         .pending
         .iter()
-        .map(|p| (p.workload.key.as_str(), models[p.queue].name.as_str()))
+        .map(|p| (&p.workload.key, models[p.queue].name.as_str()))
         .collect();
     let mut writes = Vec::new();
-    for decision in &decisions {
+    for decision in decisions {
         tracing::debug!(workload = %decision.key, outcome = ?decision.outcome, set_aside = decision.set_aside, "decision");
         let Some(wl) = by_key.get(&decision.key) else {
             continue;
         };
-        let queue = queue_of.get(decision.key.as_str()).copied().unwrap_or("");
+        let queue = queue_of.get(&decision.key).copied().unwrap_or("");
         count_decision(&shell.metrics, decision, queue, &by_key);
         let rules = Rules {
-            checks: checks_of(&cqs, queue, decision),
+            checks: checks_of(&inputs.cqs, queue, decision),
             holding: shell.role.holding,
         };
         let reasons = state.memory.reasons();
@@ -248,36 +334,38 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
         ));
     }
     writes.extend(problem_writes(&built.problems, &by_key, now));
-    let written: HashSet<String> = writes.iter().map(|w| key_of(&w.workload)).collect();
+    let written: HashSet<WorkloadKey> = writes
+        .iter()
+        .map(|w| WorkloadKey::of(&w.workload))
+        .collect();
     writes.extend(
-        upkeep_writes(&workloads, shell.role.holding, now)
+        upkeep_writes(&inputs.workloads, shell.role.holding, now)
             .into_iter()
-            .filter(|w| !written.contains(&key_of(&w.workload))),
+            .filter(|w| !written.contains(&WorkloadKey::of(&w.workload))),
     );
-    execute(shell, state, writes).await;
-
-    if keep_queue_status(shell, state) {
-        write_queue_status(shell, state, &scope, &models, &cqs, &lqs, now).await;
-    }
-    update_gauges(shell, state, &built.pending, &models, &workloads);
+    writes
 }
 
 /// Victims evicted for a preemptor that is gone before it reserved quota (a MultiKueue
 /// replica whose workload ran elsewhere) were evicted for nothing: those whose eviction
 /// landed (or that are gone since) are counted; an eviction that never landed cost nothing.
-fn count_wasted(metrics: &Metrics, dropped: &[(String, Vec<String>)], workloads: &[Arc<Workload>]) {
+fn count_wasted(
+    metrics: &Metrics,
+    dropped: &[(WorkloadKey, Vec<WorkloadKey>)],
+    workloads: &[Arc<Workload>],
+) {
     if dropped.is_empty() {
         return;
     }
-    let present: HashSet<String> = workloads.iter().map(|w| key_of(w)).collect();
-    let evicted: HashSet<String> = workloads
+    let present: HashSet<WorkloadKey> = workloads.iter().map(|w| WorkloadKey::of(w)).collect();
+    let evicted: HashSet<WorkloadKey> = workloads
         .iter()
         .filter(|w| {
             w.status
                 .as_ref()
                 .is_some_and(|s| is_condition_true(&s.conditions, condition::EVICTED))
         })
-        .map(|w| key_of(w))
+        .map(|w| WorkloadKey::of(w))
         .collect();
     for (preemptor, victims) in dropped {
         if present.contains(preemptor) {
@@ -294,7 +382,7 @@ fn count_wasted(metrics: &Metrics, dropped: &[(String, Vec<String>)], workloads:
 /// The Inadmissible status and event of workloads the snapshot could not use.
 fn problem_writes(
     problems: &[WorkloadProblem],
-    by_key: &HashMap<String, Arc<Workload>>,
+    by_key: &HashMap<WorkloadKey, Arc<Workload>>,
     now: chrono::DateTime<Utc>,
 ) -> Vec<Write> {
     let mut writes = Vec::new();
@@ -303,11 +391,11 @@ fn problem_writes(
             continue;
         };
         if let Some(status) = status::pending(wl, problem.reason, &problem.message, now) {
-            writes.push(Write {
-                workload: wl.clone(),
+            writes.push(Write::new(
+                wl,
                 status,
-                event: Some((EventType::Warning, "Inadmissible", problem.message.clone())),
-            });
+                Some((EventType::Warning, "Inadmissible", problem.message.clone())),
+            ));
         }
     }
     writes
@@ -387,7 +475,7 @@ fn count_decision(
     metrics: &Metrics,
     decision: &Decision,
     queue: &str,
-    by_key: &HashMap<String, Arc<Workload>>,
+    by_key: &HashMap<WorkloadKey, Arc<Workload>>,
 ) {
     match &decision.outcome {
         Outcome::Admit if decision.assignment.is_some() => {
@@ -413,21 +501,24 @@ fn count_decision(
 }
 
 async fn execute(shell: &Shell, state: &mut LoopState, writes: Vec<Write>) {
-    let results: Vec<(String, Option<String>, Result<Workload, kube::Error>)> =
-        futures::stream::iter(writes.into_iter().map(|w| async move {
-            let key = key_of(&w.workload);
-            let replaced = w.workload.resource_version();
-            let result = write_status(&shell.client, &w.workload, &w.status).await;
-            if result.is_ok()
-                && let Some((type_, why, note)) = w.event
-            {
-                publish(shell, w.workload.object_ref(&()), type_, why, note);
-            }
-            (key, replaced, result)
-        }))
-        .buffer_unordered(WRITE_CONCURRENCY)
-        .collect()
-        .await;
+    type Sent = (
+        WorkloadKey,
+        Vec<Option<String>>,
+        Result<Workload, kube::Error>,
+    );
+    let results: Vec<Sent> = futures::stream::iter(writes.into_iter().map(|w| async move {
+        let key = WorkloadKey::of(&w.workload);
+        let (replaced, result) = send(&shell.client, &w).await;
+        if result.is_ok()
+            && let Some((type_, why, note)) = w.event
+        {
+            publish(shell, w.workload.object_ref(&()), type_, why, note);
+        }
+        (key, replaced, result)
+    }))
+    .buffer_unordered(WRITE_CONCURRENCY)
+    .collect()
+    .await;
     for (key, replaced, result) in results {
         match result {
             Ok(written) => {
@@ -460,6 +551,53 @@ async fn execute(shell: &Shell, state: &mut LoopState, writes: Vec<Write>) {
             }
         }
     }
+}
+
+/// Sends one write: the preemptor's record first when the write carries one, then the status,
+/// each guarded by the resourceVersion the step before left. Returns, with the outcome, the
+/// resourceVersions the writes replaced. A conflict or a deletion stops it at either step;
+/// a record that landed without its status is ignored until the status follows (see
+/// `build`), and the next attempt finds it already there.
+async fn send(client: &Client, w: &Write) -> (Vec<Option<String>>, Result<Workload, kube::Error>) {
+    let mut replaced = vec![w.workload.resource_version()];
+    let recorded;
+    let target = match &w.preempted_by {
+        None => w.workload.as_ref(),
+        Some(preemptor) => match record_preemptor(client, &w.workload, preemptor).await {
+            Ok(written) => {
+                recorded = written;
+                replaced.push(recorded.resource_version());
+                &recorded
+            }
+            Err(e) => return (replaced, Err(e)),
+        },
+    };
+    let result = write_status(client, target, &w.status).await;
+    (replaced, result)
+}
+
+/// Sets the victim's [`PREEMPTED_BY_ANNOTATION`] to its preemptor: a merge patch of the main
+/// resource (the status subresource ignores metadata), guarded by the resourceVersion the
+/// eviction was computed from.
+async fn record_preemptor(
+    client: &Client,
+    victim: &Workload,
+    preemptor: &WorkloadKey,
+) -> Result<Workload, kube::Error> {
+    let api: Api<Workload> =
+        Api::namespaced(client.clone(), &victim.namespace().unwrap_or_default());
+    let patch = serde_json::json!({
+        "metadata": {
+            "resourceVersion": victim.resource_version(),
+            "annotations": {PREEMPTED_BY_ANNOTATION: preemptor.as_str()},
+        },
+    });
+    api.patch(
+        &victim.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
 }
 
 /// A merge patch of the whole status, guarded by the resourceVersion it was computed from.
@@ -562,6 +700,30 @@ fn report_class_problems(
                 EventType::Warning,
                 "InvalidAnnotation",
                 p.problem.message.clone(),
+            );
+        }
+    }
+}
+
+/// Malformed preemptor records: a warning once per workload and value (the record is skipped
+/// in every cycle until it is fixed or the workload is admitted again).
+fn report_record_problems(state: &mut LoopState, problems: &[RecordProblem]) {
+    let current: HashSet<(WorkloadKey, String)> = problems
+        .iter()
+        .map(|p| (p.key.clone(), p.value.clone()))
+        .collect();
+    state.reported_records.retain(|r| current.contains(r));
+    for p in problems {
+        if state
+            .reported_records
+            .insert((p.key.clone(), p.value.clone()))
+        {
+            tracing::warn!(
+                workload = %p.key,
+                annotation = PREEMPTED_BY_ANNOTATION,
+                value = %p.value,
+                error = %p.error,
+                "ignoring a malformed preemptor record on an evicted workload"
             );
         }
     }

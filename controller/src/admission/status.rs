@@ -4,7 +4,6 @@
 //! Every write also initialises missing gate entries as Closed (KEP-8303: a gate listed in
 //! spec with no status entry is Closed; the entry makes that visible to users and peers).
 
-use baton_crds::Workload;
 use baton_crds::conditions::{ConditionStatus, NewCondition, find_condition, set_condition};
 use baton_crds::constants::{condition, reason};
 use baton_crds::gates::{close_all_gates, initialize_gates};
@@ -12,6 +11,7 @@ use baton_crds::quantity::format_milli;
 use baton_crds::workload::{
     Admission, FlavorName, PodSetAssignment, PreemptionCost, WorkloadStatus,
 };
+use baton_crds::{Workload, WorkloadKey};
 use chrono::{DateTime, Utc};
 
 use super::checks;
@@ -229,7 +229,7 @@ pub fn preemption_cause(why: PreemptReason) -> &'static str {
 /// are gone; the Job reconciler then writes [`released`].
 pub fn evicted(
     workload: &Workload,
-    preemptor: &str,
+    preemptor: &WorkloadKey,
     why: PreemptReason,
     holding: Holding,
     now: DateTime<Utc>,

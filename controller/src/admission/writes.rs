@@ -1,15 +1,16 @@
 //! What one scheduling decision writes: the Workload statuses (from `status`) and the event
-//! that goes with each, with the wording users read in `kubectl describe`. Pure; the shell
+//! that goes with each, with the wording users read in `kubectl describe`, and on each victim
+//! of a preemption the record of its preemptor ([`PREEMPTED_BY_ANNOTATION`]). Pure; the shell
 //! keeps its own memory of victims and counts metrics, then sends these.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use baton_crds::Workload;
 use baton_crds::conditions::{find_condition, is_condition_true};
-use baton_crds::constants::{condition, reason};
+use baton_crds::constants::{PREEMPTED_BY_ANNOTATION, condition, reason};
 use baton_crds::gates::gates;
 use baton_crds::workload::{GateState, PreemptionCost, WorkloadStatus};
+use baton_crds::{Workload, WorkloadKey};
 use chrono::{DateTime, Utc};
 use kube::runtime::events::EventType;
 
@@ -34,7 +35,27 @@ pub struct Rules {
 pub struct Write {
     pub workload: Arc<Workload>,
     pub status: WorkloadStatus,
+    /// An eviction by preemption whose victim does not name this preemptor yet: the shell
+    /// sets the victim's [`PREEMPTED_BY_ANNOTATION`] to it before the status. A separate
+    /// patch of the main resource, as a status write cannot change metadata.
+    pub preempted_by: Option<WorkloadKey>,
     pub event: Option<(EventType, &'static str, String)>,
+}
+
+impl Write {
+    /// A write of `status` to `target`, with its event.
+    pub fn new(
+        target: &Arc<Workload>,
+        status: WorkloadStatus,
+        event: Option<(EventType, &'static str, String)>,
+    ) -> Self {
+        Write {
+            workload: target.clone(),
+            status,
+            preempted_by: None,
+            event,
+        }
+    }
 }
 
 /// The writes for `decision` about `workload`, pending in ClusterQueue `queue`. `by_key` finds
@@ -45,8 +66,8 @@ pub fn writes_for(
     decision: &Decision,
     workload: &Arc<Workload>,
     queue: &str,
-    by_key: &HashMap<String, Arc<Workload>>,
-    earlier_reasons: &HashMap<(String, String), PreemptReason>,
+    by_key: &HashMap<WorkloadKey, Arc<Workload>>,
+    earlier_reasons: &HashMap<(WorkloadKey, WorkloadKey), PreemptReason>,
     now: DateTime<Utc>,
 ) -> Vec<Write> {
     let wl = workload;
@@ -80,10 +101,26 @@ fn write(
     status: Option<WorkloadStatus>,
     event: Option<(EventType, &'static str, String)>,
 ) -> Option<Write> {
-    status.map(|status| Write {
-        workload: target.clone(),
-        status,
-        event,
+    status.map(|status| Write::new(target, status, event))
+}
+
+/// The eviction of `victim` for `preemptor` (its status, if it changes, and its event), with
+/// the preemptor recorded on the victim unless it already is.
+fn eviction(
+    victim: &Arc<Workload>,
+    preemptor: &WorkloadKey,
+    status: Option<WorkloadStatus>,
+    event: Option<(EventType, &'static str, String)>,
+) -> Option<Write> {
+    let recorded = victim
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(PREEMPTED_BY_ANNOTATION))
+        .is_some_and(|value| value == preemptor.as_str());
+    write(victim, status, event).map(|mut w| {
+        w.preempted_by = (!recorded).then(|| preemptor.clone());
+        w
     })
 }
 
@@ -147,7 +184,7 @@ fn preempt_writes(
     queue: &str,
     victims: &[VictimChoice],
     summary: &str,
-    by_key: &HashMap<String, Arc<Workload>>,
+    by_key: &HashMap<WorkloadKey, Arc<Workload>>,
     now: DateTime<Utc>,
 ) -> Vec<Write> {
     let mut writes: Vec<Write> = victims
@@ -159,8 +196,9 @@ fn preempt_writes(
                 decision.key,
                 status::preemption_cause(victim.reason)
             );
-            write(
+            eviction(
                 v,
+                &decision.key,
                 status::evicted(v, &decision.key, victim.reason, rules.holding, now),
                 Some((EventType::Normal, "Preempted", message)),
             )
@@ -186,9 +224,9 @@ fn waiting_writes(
     rules: &Rules,
     decision: &Decision,
     wl: &Arc<Workload>,
-    victims: &[String],
-    by_key: &HashMap<String, Arc<Workload>>,
-    earlier_reasons: &HashMap<(String, String), PreemptReason>,
+    victims: &[WorkloadKey],
+    by_key: &HashMap<WorkloadKey, Arc<Workload>>,
+    earlier_reasons: &HashMap<(WorkloadKey, WorkloadKey), PreemptReason>,
     now: DateTime<Utc>,
 ) -> Vec<Write> {
     let mut writes: Vec<Write> = victims
@@ -206,8 +244,9 @@ fn waiting_writes(
                 .get(&(decision.key.clone(), key.clone()))
                 .copied()
                 .unwrap_or(PreemptReason::InClusterQueue);
-            write(
+            eviction(
                 v,
+                &decision.key,
                 status::evicted(v, &decision.key, why, rules.holding, now),
                 None,
             )
@@ -259,15 +298,15 @@ pub fn upkeep_writes(
         }
         if checks::has_reservation(current) && !wl.spec.active {
             if let Some(status) = status::deactivated(wl, holding, now) {
-                writes.push(Write {
-                    workload: wl.clone(),
+                writes.push(Write::new(
+                    wl,
                     status,
-                    event: Some((
+                    Some((
                         EventType::Normal,
                         "EvictedDueToDeactivated",
                         "Evicted: the workload is deactivated (spec.active is false)".into(),
                     )),
-                });
+                ));
             }
             continue;
         }
@@ -285,21 +324,17 @@ pub fn upkeep_writes(
                         format!(": {}", check.message)
                     }
                 );
-                writes.push(Write {
-                    workload: wl.clone(),
+                writes.push(Write::new(
+                    wl,
                     status,
-                    event: Some((EventType::Normal, "EvictedDueToAdmissionCheck", message)),
-                });
+                    Some((EventType::Normal, "EvictedDueToAdmissionCheck", message)),
+                ));
             }
             continue;
         }
         let mut status = current.clone();
         if checks::sync_admitted(&mut status, now) {
-            writes.push(Write {
-                workload: wl.clone(),
-                status,
-                event: None,
-            });
+            writes.push(Write::new(wl, status, None));
         }
     }
     writes

@@ -32,6 +32,7 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
+use baton_crds::WorkloadKey;
 use baton_crds::cluster_queue::QueueingStrategy;
 use baton_crds::workload::PreemptionCost;
 use chrono::{DateTime, Utc};
@@ -45,7 +46,7 @@ use crate::victims::Selection;
 /// A victim chosen for a preemptor.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VictimChoice {
-    pub key: String,
+    pub key: WorkloadKey,
     pub reason: PreemptReason,
 }
 
@@ -67,7 +68,7 @@ pub enum Outcome {
         summary: String,
     },
     /// Its earlier victims still hold quota: evict them again if needed, choose no new ones.
-    Waiting { victims: Vec<String> },
+    Waiting { victims: Vec<WorkloadKey> },
     /// Does not fit and cannot preempt.
     Pending { message: String },
 }
@@ -75,7 +76,7 @@ pub enum Outcome {
 /// The decision for one workload.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decision {
-    pub key: String,
+    pub key: WorkloadKey,
     pub outcome: Outcome,
     pub assignment: Option<Assignment>,
     /// BestEffortFIFO: set aside until its gate or the capacity changes.
@@ -188,7 +189,7 @@ pub enum PendingWhy {
 }
 
 impl Draft<'_> {
-    pub fn key(&self) -> &str {
+    pub fn key(&self) -> &WorkloadKey {
         &self.pending.workload.key
     }
 
@@ -269,17 +270,17 @@ pub fn schedule_drafts<'a>(
     let mut held = snapshot.quota.clone();
     let mut drafts = Vec::with_capacity(pending.len());
     // Preemptors some returned victim yields to, with their queue (usually none).
-    let awaited: HashSet<&str> = pending
+    let awaited: HashSet<&WorkloadKey> = pending
         .iter()
-        .filter_map(|p| p.yields_to.as_deref())
+        .filter_map(|p| p.yields_to.as_ref())
         .collect();
-    let queue_of: HashMap<&str, usize> = if awaited.is_empty() {
+    let queue_of: HashMap<&WorkloadKey, usize> = if awaited.is_empty() {
         HashMap::new()
     } else {
         pending
             .iter()
-            .filter(|p| awaited.contains(p.workload.key.as_str()))
-            .map(|p| (p.workload.key.as_str(), p.queue))
+            .filter(|p| awaited.contains(&p.workload.key))
+            .map(|p| (&p.workload.key, p.queue))
             .collect()
     };
     let mut holds = hold_rooms(snapshot, &by_queue, &awaited, &mut excluded);
@@ -329,11 +330,11 @@ struct Cycle<'c, 'a> {
     held: &'c mut QuotaState,
     drafts: &'c mut Vec<Draft<'a>>,
     /// The queue of each pending preemptor that a returned victim yields to, by key.
-    queue_of: &'c HashMap<&'a str, usize>,
+    queue_of: &'c HashMap<&'a WorkloadKey, usize>,
     /// Those preemptors that have a draft.
-    decided: &'c mut HashSet<&'a str>,
+    decided: &'c mut HashSet<&'a WorkloadKey>,
     /// The rooms held for waiting preemptors not decided yet, by key (see the module doc).
-    holds: &'c mut HashMap<&'a str, Hold>,
+    holds: &'c mut HashMap<&'a WorkloadKey, Hold>,
 }
 
 /// A waiting preemptor's room, held until it is decided.
@@ -350,9 +351,9 @@ struct Hold {
 fn hold_rooms<'a>(
     snapshot: &mut Snapshot,
     by_queue: &[Vec<&'a PendingModel>],
-    awaited: &HashSet<&str>,
+    awaited: &HashSet<&WorkloadKey>,
     excluded: &mut [bool],
-) -> HashMap<&'a str, Hold> {
+) -> HashMap<&'a WorkloadKey, Hold> {
     let mut waiting: Vec<&'a PendingModel> = Vec::new();
     for (queue, list) in by_queue.iter().enumerate() {
         if snapshot.queues[queue].inactive.is_some() {
@@ -364,7 +365,7 @@ fn hold_rooms<'a>(
             // admitted workloads are evicted): victims naming it no longer wait for it.
             let is_waiting = !p.victims_in_flight.is_empty()
                 || p.held.is_some()
-                || (p.yields_to.is_none() && awaited.contains(p.workload.key.as_str()));
+                || (p.yields_to.is_none() && awaited.contains(&p.workload.key));
             if is_waiting {
                 waiting.push(p);
             } else if strict {
@@ -372,7 +373,7 @@ fn hold_rooms<'a>(
             }
         }
     }
-    let mut holds: HashMap<&'a str, Hold> = HashMap::new();
+    let mut holds: HashMap<&'a WorkloadKey, Hold> = HashMap::new();
     if waiting.is_empty() {
         return holds;
     }
@@ -392,13 +393,13 @@ fn hold_rooms<'a>(
             }
         }
         let usage = Usage::new();
-        holds.insert(p.workload.key.as_str(), Hold { usage, victims });
+        holds.insert(&p.workload.key, Hold { usage, victims });
     }
     // Held flavors first, for every waiting preemptor: a higher-priority one must not take,
     // by a greedy choice, the room freed for another.
     for held_only in [true, false] {
         for &p in &waiting {
-            let key = p.workload.key.as_str();
+            let key = &p.workload.key;
             if holds.get(key).is_some_and(|h| !h.usage.is_empty())
                 || (held_only && p.held.is_none())
             {
@@ -453,8 +454,8 @@ fn pass<'a>(
     // for (in another queue) to be decided or paused: otherwise, first in queue order, it
     // takes back the room it was evicted to free, and its preemptor, no longer fitting,
     // evicts it again the cycle after (a livelock). Keyed by the preemptor.
-    let mut parked: HashMap<&'a str, Vec<Head<'a>>> = HashMap::new();
-    let mut unparked: HashSet<&'a str> = HashSet::new();
+    let mut parked: HashMap<&'a WorkloadKey, Vec<Head<'a>>> = HashMap::new();
+    let mut unparked: HashSet<&'a WorkloadKey> = HashSet::new();
     loop {
         let Some(head) = heap.pop() else {
             // Preemptors this pass never reached (their queue is blocked): their victims go.
@@ -468,8 +469,8 @@ fn pass<'a>(
             continue;
         };
         let pending: &'a PendingModel = by_queue[head.queue][head.position];
-        let key = pending.workload.key.as_str();
-        if let Some(preemptor) = pending.yields_to.as_deref()
+        let key = &pending.workload.key;
+        if let Some(preemptor) = pending.yields_to.as_ref()
             && !unparked.contains(key)
             && !cycle.decided.contains(preemptor)
             && cycle
@@ -527,7 +528,7 @@ fn decide<'a>(
         });
     }
     // Its own hold is its to take again (with its held flavors first).
-    let key = pending.workload.key.as_str();
+    let key = &pending.workload.key;
     let hold = cycle.holds.remove(key);
     if let Some(hold) = &hold
         && let Some(admitted) = admit_in_hold(snapshot, pending, hold, nominal_only, cycle)

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use baton_crds::WorkloadKey;
 use baton_crds::cluster_queue::{ClusterQueuePreemption, FlavorFungibility, QueueingStrategy};
 use baton_crds::quantity::Resources;
 use chrono::{DateTime, Utc};
@@ -62,8 +63,7 @@ pub struct PodSetModel {
 /// What every workload carries, pending or admitted.
 #[derive(Clone, Debug)]
 pub struct WorkloadModel {
-    /// `namespace/name`.
-    pub key: String,
+    pub key: WorkloadKey,
     pub namespace: String,
     pub priority: i32,
     /// Queue order: earlier first among equal priorities.
@@ -106,11 +106,11 @@ pub struct PendingModel {
     /// Some preemption gate of it is Closed: it may not preempt.
     pub gate_closed: bool,
     /// Victims this workload already chose that still hold quota (delayed preemption).
-    pub victims_in_flight: Vec<String>,
+    pub victims_in_flight: Vec<WorkloadKey>,
     /// The pending workload it was evicted for (its `Evicted` condition names it): in a
     /// cycle it is decided after that one, so it does not take back the room it was evicted
     /// to free (see `cycle::pass`).
-    pub yields_to: Option<String>,
+    pub yields_to: Option<WorkloadKey>,
     /// `Some` when it preempted and has not been admitted since (the shell remembers it):
     /// a waiting preemptor, whose room the cycle holds even once its victims are gone (see
     /// `cycle` on holds). With the flavors it chose then (`Assignment::flavors` of that

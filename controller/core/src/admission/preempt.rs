@@ -12,6 +12,7 @@
 //!
 //! Only workloads using a pair the preemptor is short of are candidates.
 
+use baton_crds::WorkloadKey;
 use chrono::{DateTime, Utc};
 
 use baton_crds::cluster_queue::{
@@ -231,7 +232,7 @@ fn while_borrowing(
 }
 
 /// Whether `a` comes after `b` in queue order (later creation, then key).
-fn newer(a: DateTime<Utc>, a_key: &str, b: DateTime<Utc>, b_key: &str) -> bool {
+fn newer(a: DateTime<Utc>, a_key: &WorkloadKey, b: DateTime<Utc>, b_key: &WorkloadKey) -> bool {
     (a, a_key) > (b, b_key)
 }
 

@@ -10,6 +10,7 @@ mod strategy;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use baton_crds::WorkloadKey;
 use baton_crds::cluster_queue::{QueueingStrategy, ReclaimWithinCohort, WithinClusterQueue};
 use proptest::prelude::*;
 
@@ -35,17 +36,17 @@ impl Cluster {
         schedule(&mut self.snapshot(), &self.pending, now())
     }
 
-    fn pending(&self, key: &str) -> &PendingModel {
-        match self.pending.iter().find(|p| p.workload.key == key) {
+    fn pending(&self, key: &WorkloadKey) -> &PendingModel {
+        match self.pending.iter().find(|p| p.workload.key == *key) {
             Some(p) => p,
             None => panic!("no pending workload {key}"),
         }
     }
 
-    fn admitted_index(&self, key: &str) -> Option<usize> {
+    fn admitted_index(&self, key: &WorkloadKey) -> Option<usize> {
         self.admitted
             .iter()
-            .position(|(a, _)| a.workload.key == key)
+            .position(|(a, _)| a.workload.key == *key)
     }
 }
 
@@ -57,7 +58,7 @@ type Pair = (usize, String, String);
 struct Ledger(BTreeMap<Pair, i128>);
 
 impl Ledger {
-    fn of_admitted(cluster: &Cluster, skip: &HashSet<String>) -> Self {
+    fn of_admitted(cluster: &Cluster, skip: &HashSet<WorkloadKey>) -> Self {
         let mut ledger = Ledger::default();
         for (a, named) in &cluster.admitted {
             if skip.contains(&a.workload.key) {
@@ -164,9 +165,9 @@ fn newly_exceeded(
         .collect()
 }
 
-fn victims_of(d: &Decision) -> Vec<&str> {
+fn victims_of(d: &Decision) -> Vec<&WorkloadKey> {
     match &d.outcome {
-        Outcome::Preempt { victims, .. } => victims.iter().map(|v| v.key.as_str()).collect(),
+        Outcome::Preempt { victims, .. } => victims.iter().map(|v| &v.key).collect(),
         _ => Vec::new(),
     }
 }
@@ -182,7 +183,7 @@ fn queue_of(cluster: &Cluster, d: &Decision) -> usize {
 fn admissions_beyond_quota(cluster: &Cluster, decisions: &[Decision]) -> Vec<String> {
     let mut now = Ledger::of_admitted(cluster, &HashSet::new());
     let mut later = now.clone();
-    let mut gone: HashSet<String> = HashSet::new();
+    let mut gone: HashSet<WorkloadKey> = HashSet::new();
     // The victims waiting preemptors chose in earlier cycles leave whatever this cycle
     // decides (their preemptors wait for them, retrying evictions that did not land): a
     // preemption counts as done until its preemptor is admitted.
@@ -206,8 +207,8 @@ fn admissions_beyond_quota(cluster: &Cluster, decisions: &[Decision]) -> Vec<Str
         let Some(assignment) = &d.assignment else {
             continue;
         };
-        let leaving: Vec<String> = match &d.outcome {
-            Outcome::Preempt { .. } => victims_of(d).into_iter().map(str::to_string).collect(),
+        let leaving: Vec<WorkloadKey> = match &d.outcome {
+            Outcome::Preempt { .. } => victims_of(d).into_iter().cloned().collect(),
             // A waiting preemptor (its assignment is the one once its victims are gone).
             Outcome::Waiting { victims } if assignment.mode != Mode::NoFit => victims.clone(),
             Outcome::Admit => {
@@ -268,10 +269,10 @@ proptest! {
             prop_assert!(seen.insert(d.key.clone()), "two decisions for {}", d.key);
             prop_assert!(c.pending.iter().any(|p| p.workload.key == d.key));
         }
-        let admitted: HashSet<&str> = decisions
+        let admitted: HashSet<&WorkloadKey> = decisions
             .iter()
             .filter(|d| d.outcome == Outcome::Admit)
-            .map(|d| d.key.as_str())
+            .map(|d| &d.key)
             .collect();
         let mut chosen = HashSet::new();
         for d in &decisions {

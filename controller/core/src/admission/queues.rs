@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use baton_crds::WorkloadKey;
+
 use super::model::Snapshot;
 use super::quota::Limits;
 
@@ -99,11 +101,11 @@ struct SetAside {
     returned: bool,
 }
 
-/// Workloads set aside, keyed by `namespace/name`. Looked up for every pending workload in
+/// Workloads set aside, by key. Looked up for every pending workload in
 /// every cycle, hence the fast hasher; entries are reused across cycles.
 #[derive(Clone, Debug, Default)]
 pub struct QueueState {
-    set_aside: HashMap<String, SetAside, foldhash::fast::FixedState>,
+    set_aside: HashMap<WorkloadKey, SetAside, foldhash::fast::FixedState>,
 }
 
 /// What the set-aside state says of one pending workload.
@@ -120,7 +122,7 @@ pub enum Standing {
 impl QueueState {
     /// Whether a pending workload takes part in the next cycle. `fingerprint` captures what
     /// of the workload could make it admissible (its gates, its spec), hashed.
-    pub fn is_active(&self, key: &str, fingerprint: u64) -> bool {
+    pub fn is_active(&self, key: &WorkloadKey, fingerprint: u64) -> bool {
         match self.standing(key) {
             Standing::Aside(fp) => fp != fingerprint,
             Standing::Unknown | Standing::Returned => true,
@@ -128,7 +130,7 @@ impl QueueState {
     }
 
     /// One lookup: what is known of `key`.
-    pub fn standing(&self, key: &str) -> Standing {
+    pub fn standing(&self, key: &WorkloadKey) -> Standing {
         match self.set_aside.get(key) {
             None => Standing::Unknown,
             Some(s) if s.returned => Standing::Returned,
@@ -137,7 +139,7 @@ impl QueueState {
     }
 
     /// Sets a workload aside after a cycle could not admit it.
-    pub fn set_aside(&mut self, key: &str, queue: &str, fingerprint: u64) {
+    pub fn set_aside(&mut self, key: &WorkloadKey, queue: &str, fingerprint: u64) {
         match self.set_aside.get_mut(key) {
             Some(s) => {
                 if s.queue != queue {
@@ -148,7 +150,7 @@ impl QueueState {
             }
             None => {
                 self.set_aside.insert(
-                    key.to_string(),
+                    key.clone(),
                     SetAside {
                         queue: queue.to_string(),
                         fingerprint,
@@ -160,7 +162,7 @@ impl QueueState {
     }
 
     /// Brings a workload back (it was admitted, deleted or moved).
-    pub fn activate(&mut self, key: &str) {
+    pub fn activate(&mut self, key: &WorkloadKey) {
         self.set_aside.remove(key);
     }
 
@@ -182,7 +184,7 @@ impl QueueState {
     }
 
     /// Forgets workloads that are no longer pending.
-    pub fn retain(&mut self, pending: impl Fn(&str) -> bool) {
+    pub fn retain(&mut self, pending: impl Fn(&WorkloadKey) -> bool) {
         self.set_aside.retain(|k, _| pending(k));
     }
 

@@ -24,6 +24,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use baton_crds::WorkloadKey;
 use chrono::{DateTime, Utc};
 
 use super::cycle::{Draft, DraftOutcome, schedule_drafts};
@@ -38,12 +39,12 @@ pub struct LoopMemory {
     /// What the last cycle left; `None` after a resync.
     capacity: Option<Capacity>,
     /// Preemptor key → the victims it chose.
-    in_flight: HashMap<String, Vec<String>, foldhash::fast::FixedState>,
+    in_flight: HashMap<WorkloadKey, Vec<WorkloadKey>, foldhash::fast::FixedState>,
     /// Preemptor key → the flavors it preempted for (`PendingModel::held`), kept as long
     /// as its victims are.
-    held: HashMap<String, HeldFlavors, foldhash::fast::FixedState>,
+    held: HashMap<WorkloadKey, HeldFlavors, foldhash::fast::FixedState>,
     /// (preemptor, victim) → why the victim was chosen.
-    reasons: HashMap<(String, String), PreemptReason>,
+    reasons: HashMap<(WorkloadKey, WorkloadKey), PreemptReason>,
 }
 
 /// One step's result.
@@ -52,7 +53,7 @@ pub struct Step<'a> {
     /// The cycle's drafts, in decision order, for the workloads that took part.
     pub drafts: Vec<Draft<'a>>,
     /// Preemptors no longer pending that still had victims in flight, with those victims.
-    pub dropped: Vec<(String, Vec<String>)>,
+    pub dropped: Vec<(WorkloadKey, Vec<WorkloadKey>)>,
     /// How many pending workloads took part (the rest were set aside).
     pub active: usize,
 }
@@ -64,7 +65,7 @@ impl LoopMemory {
     }
 
     /// Why `victim` was chosen for `preemptor`, as remembered.
-    pub fn reasons(&self) -> &HashMap<(String, String), PreemptReason> {
+    pub fn reasons(&self) -> &HashMap<(WorkloadKey, WorkloadKey), PreemptReason> {
         &self.reasons
     }
 
@@ -75,7 +76,7 @@ impl LoopMemory {
 
     /// Forgets a workload that is gone (a caller that knows saves the next step a pass to
     /// find out); returns the victims it still had in flight.
-    pub fn forget(&mut self, key: &str) -> Vec<String> {
+    pub fn forget(&mut self, key: &WorkloadKey) -> Vec<WorkloadKey> {
         self.set_aside.activate(key);
         let victims = self.in_flight.remove(key).unwrap_or_default();
         self.held.remove(key);
@@ -86,7 +87,7 @@ impl LoopMemory {
     }
 
     /// The victims `preemptor` chose that the loop still remembers.
-    pub fn victims_of(&self, preemptor: &str) -> &[String] {
+    pub fn victims_of(&self, preemptor: &WorkloadKey) -> &[WorkloadKey] {
         self.in_flight.get(preemptor).map_or(&[], Vec::as_slice)
     }
 
@@ -114,7 +115,7 @@ impl LoopMemory {
         let (mut aside_pending, mut flight_pending) = (0, 0);
         let mut takes_part = Vec::with_capacity(pending.len());
         for p in &pending {
-            let key = p.workload.key.as_str();
+            let key = &p.workload.key;
             let active = match self.set_aside.standing(key) {
                 Standing::Unknown => true,
                 Standing::Returned => {
@@ -133,8 +134,8 @@ impl LoopMemory {
         }
         let dropped =
             if aside_pending < self.set_aside.entries() || flight_pending < self.in_flight.len() {
-                let pending_keys: HashSet<&str> =
-                    pending.iter().map(|p| p.workload.key.as_str()).collect();
+                let pending_keys: HashSet<&WorkloadKey> =
+                    pending.iter().map(|p| &p.workload.key).collect();
                 self.set_aside.retain(|k| pending_keys.contains(k));
                 self.forget_gone(&pending_keys)
             } else {
@@ -162,14 +163,17 @@ impl LoopMemory {
 
     /// Forgets the victims and reasons of preemptors no longer pending; returns those that
     /// still had victims.
-    fn forget_gone(&mut self, pending: &HashSet<&str>) -> Vec<(String, Vec<String>)> {
-        let gone: Vec<String> = self
+    fn forget_gone(
+        &mut self,
+        pending: &HashSet<&WorkloadKey>,
+    ) -> Vec<(WorkloadKey, Vec<WorkloadKey>)> {
+        let gone: Vec<WorkloadKey> = self
             .in_flight
             .keys()
-            .filter(|k| !pending.contains(k.as_str()))
+            .filter(|k| !pending.contains(k))
             .cloned()
             .collect();
-        let mut dropped: Vec<(String, Vec<String>)> = gone
+        let mut dropped: Vec<(WorkloadKey, Vec<WorkloadKey>)> = gone
             .into_iter()
             .filter_map(|k| {
                 self.held.remove(&k);
@@ -179,7 +183,7 @@ impl LoopMemory {
             .collect();
         dropped.sort();
         self.reasons
-            .retain(|(preemptor, _), _| pending.contains(preemptor.as_str()));
+            .retain(|(preemptor, _), _| pending.contains(preemptor));
         dropped
     }
 
@@ -197,20 +201,17 @@ impl LoopMemory {
         if !pending.iter().any(|p| needs_look(p)) {
             return pending;
         }
-        let holding: HashSet<&str> = snapshot
-            .admitted
-            .iter()
-            .map(|a| a.workload.key.as_str())
-            .collect();
+        let holding: HashSet<&WorkloadKey> =
+            snapshot.admitted.iter().map(|a| &a.workload.key).collect();
         for p in pending.iter_mut().filter(|p| needs_look(p)) {
-            p.victims_in_flight.retain(|v| holding.contains(v.as_str()));
+            p.victims_in_flight.retain(|v| holding.contains(v));
             // A preemptor the loop remembers is waiting until it is admitted, even once its
             // victims are gone: its room is held, with its flavors when known.
             if p.held.is_none() && self.in_flight.contains_key(&p.workload.key) {
                 p.held = Some(self.held.get(&p.workload.key).cloned().unwrap_or_default());
             }
             for v in self.victims_of(&p.workload.key) {
-                if holding.contains(v.as_str()) && !p.victims_in_flight.contains(v) {
+                if holding.contains(v) && !p.victims_in_flight.contains(v) {
                     p.victims_in_flight.push(v.clone());
                 }
             }
@@ -243,14 +244,13 @@ impl LoopMemory {
                         continue;
                     };
                     let victim = victim.workload.key.clone();
-                    self.reasons
-                        .insert((key.to_string(), victim.clone()), reason);
+                    self.reasons.insert((key.clone(), victim.clone()), reason);
                     keys.push(victim);
                 }
-                self.in_flight.insert(key.to_string(), keys);
+                self.in_flight.insert(key.clone(), keys);
                 if let Some(fitting) = &draft.fitting {
                     let flavors = fitting.assignment(snapshot, draft.pending).flavors();
-                    self.held.insert(key.to_string(), flavors);
+                    self.held.insert(key.clone(), flavors);
                 }
             }
             DraftOutcome::Gated { .. } | DraftOutcome::Waiting | DraftOutcome::Pending(_) => {}

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use baton_crds::WorkloadKey;
 use chrono::{DateTime, Utc};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -34,8 +35,8 @@ pub struct PodGroup {
 /// An admitted workload the policies allow this preemptor to evict.
 #[derive(Clone, Debug)]
 pub struct Candidate {
-    /// `namespace/name`: the stable tie-break key.
-    pub key: String,
+    /// The stable tie-break key.
+    pub key: WorkloadKey,
     pub namespace: String,
     pub priority: i32,
     /// When the candidate reserved quota (its `QuotaReserved=True` transition).

@@ -101,7 +101,7 @@ fn admitted_workloads_hold_their_assigned_usage() {
         "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "", "lastTransitionTime": "2026-01-01T00:00:05Z"}]}})));
     let built = c.build();
     assert!(built.pending.is_empty());
-    assert_eq!(built.admitted_keys, vec!["ns/w".to_string()]);
+    assert_eq!(built.admitted_keys, vec!["ns/w"]);
     let fr = built.snapshot.frs.get("default", "cpu").unwrap();
     assert_eq!(built.snapshot.quota.used(0, fr), 1000);
     assert_eq!(built.snapshot.quota.available(0, fr), 3000);
@@ -273,7 +273,8 @@ fn a_preemptor_waits_for_evicting_victims_that_name_it_after_a_restart() {
     let evicting = |name: &str, preemptor: &str| {
         workload(
             name,
-            json!({"status": {
+            json!({"metadata": {"annotations": {PREEMPTED_BY_ANNOTATION: preemptor}},
+            "status": {
             "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count": 2,
                 "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}}]},
             "conditions": [
@@ -293,7 +294,7 @@ fn a_preemptor_waits_for_evicting_victims_that_name_it_after_a_restart() {
         .iter()
         .find(|p| p.workload.key == "ns/boss")
         .unwrap();
-    assert_eq!(boss.victims_in_flight, vec!["ns/victim".to_string()]);
+    assert_eq!(boss.victims_in_flight, vec!["ns/victim"]);
 }
 
 #[test]
@@ -303,7 +304,8 @@ fn a_victim_back_in_its_queue_yields_only_to_a_preemptor_that_still_waits() {
     let returned = |name: &str, preemptor: &str| {
         workload(
             name,
-            json!({"status": {"conditions": [
+            json!({"metadata": {"annotations": {PREEMPTED_BY_ANNOTATION: preemptor}},
+                "status": {"conditions": [
                 {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "", "lastTransitionTime": "2026-01-01T00:00:10Z"},
                 {"type": "Evicted", "status": "True", "reason": "Preempted",
                  "message": format!("Preempted to accommodate workload {preemptor} due to reclamation within the cohort"),
@@ -319,7 +321,7 @@ fn a_victim_back_in_its_queue_yields_only_to_a_preemptor_that_still_waits() {
             .pending
             .iter()
             .find(|p| p.workload.key == key)
-            .map(|p| p.yields_to.clone())
+            .map(|p| p.yields_to.as_ref().map(WorkloadKey::to_string))
     };
     assert_eq!(yields("ns/victim"), Some(Some("ns/boss".to_string())));
     assert_eq!(
@@ -328,4 +330,131 @@ fn a_victim_back_in_its_queue_yields_only_to_a_preemptor_that_still_waits() {
         "its preemptor is not pending"
     );
     assert_eq!(yields("ns/boss"), Some(None));
+}
+
+/// A pending workload (quota released) with `annotation` as its preemptor record and
+/// `evicted` as its `Evicted` condition (status, reason, message), if any.
+fn returned(
+    name: &str,
+    annotation: Option<&str>,
+    evicted: Option<(&str, &str, &str)>,
+) -> Arc<Workload> {
+    let mut conditions = vec![
+        json!({"type": "QuotaReserved", "status": "False", "reason": "Pending",
+        "message": "", "lastTransitionTime": "2026-01-01T00:00:10Z"}),
+    ];
+    if let Some((status, why, message)) = evicted {
+        conditions.push(json!({"type": "Evicted", "status": status, "reason": why,
+            "message": message, "lastTransitionTime": "2026-01-01T00:00:09Z"}));
+    }
+    let annotations = annotation.map(|value| json!({PREEMPTED_BY_ANNOTATION: value}));
+    workload(
+        name,
+        json!({"metadata": {"annotations": annotations}, "status": {"conditions": conditions}}),
+    )
+}
+
+fn yields_to(built: &Built, key: &str) -> Option<WorkloadKey> {
+    built
+        .pending
+        .iter()
+        .find(|p| p.workload.key == key)
+        .and_then(|p| p.yields_to.clone())
+}
+
+const PREEMPTED_MESSAGE: &str =
+    "Preempted to accommodate workload ns/boss due to prioritization in the ClusterQueue";
+
+#[test]
+fn the_preemptor_is_read_from_its_record() {
+    let mut c = Cluster::new(quota_spec(json!(4)));
+    c.workloads.push(returned(
+        "victim",
+        Some("ns/boss"),
+        Some(("True", "Preempted", "evicted (the message is for people)")),
+    ));
+    c.workloads.push(workload("boss", json!({})));
+    let built = c.build();
+    assert_eq!(
+        yields_to(&built, "ns/victim"),
+        Some(WorkloadKey::new("ns", "boss"))
+    );
+    assert!(built.record_problems.is_empty());
+}
+
+#[test]
+fn a_preemptor_record_counts_only_while_the_workload_is_evicted_by_preemption() {
+    let mut c = Cluster::new(quota_spec(json!(4)));
+    // Admitted again since (Evicted=False): the record is stale.
+    c.workloads.push(returned(
+        "readmitted",
+        Some("ns/boss"),
+        Some((
+            "False",
+            "QuotaReserved",
+            "Previously: evicted; quota reserved again",
+        )),
+    ));
+    // Evicted, but for another cause.
+    c.workloads.push(returned(
+        "deactivated",
+        Some("ns/boss"),
+        Some(("True", "InactiveWorkload", "deactivated")),
+    ));
+    // No Evicted condition at all.
+    c.workloads
+        .push(returned("never-evicted", Some("ns/boss"), None));
+    // Evicted for preemption with no record: the message is not read.
+    c.workloads.push(returned(
+        "unrecorded",
+        None,
+        Some(("True", "Preempted", PREEMPTED_MESSAGE)),
+    ));
+    c.workloads.push(workload("boss", json!({})));
+    let built = c.build();
+    for name in ["readmitted", "deactivated", "never-evicted", "unrecorded"] {
+        assert_eq!(yields_to(&built, &format!("ns/{name}")), None, "{name}");
+    }
+    assert!(built.record_problems.is_empty());
+}
+
+#[test]
+fn a_malformed_preemptor_record_is_skipped_and_reported() {
+    let mut c = Cluster::new(quota_spec(json!(4)));
+    for (name, value) in [
+        ("no-slash", "boss"),
+        ("no-name", "ns/"),
+        ("extra", "ns/a/b"),
+    ] {
+        c.workloads.push(returned(
+            name,
+            Some(value),
+            Some(("True", "Preempted", PREEMPTED_MESSAGE)),
+        ));
+    }
+    c.workloads.push(workload("boss", json!({})));
+    let built = c.build();
+    for name in ["no-slash", "no-name", "extra"] {
+        assert_eq!(yields_to(&built, &format!("ns/{name}")), None, "{name}");
+    }
+    let reported: Vec<(&str, &str)> = built
+        .record_problems
+        .iter()
+        .map(|p| (p.key.as_str(), p.value.as_str()))
+        .collect();
+    assert_eq!(
+        reported,
+        [
+            ("ns/no-slash", "boss"),
+            ("ns/no-name", "ns/"),
+            ("ns/extra", "ns/a/b")
+        ]
+    );
+    assert_eq!(
+        built.record_problems[0].error,
+        ParseKeyError::MissingSlash("boss".into())
+    );
+    // The workloads themselves are scheduled as usual.
+    assert_eq!(built.pending.len(), 4);
+    assert!(built.problems.is_empty());
 }

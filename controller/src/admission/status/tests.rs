@@ -132,7 +132,7 @@ fn eviction_releases_quota_and_closes_every_gate() {
         &w,
         evicted(
             &w,
-            "ns/boss",
+            &"ns/boss".parse().unwrap(),
             PreemptReason::InCohortReclamation,
             Holding::UntilJobStops,
             t0(),
@@ -192,7 +192,7 @@ fn a_jobs_workload_keeps_its_quota_when_evicted_until_released() {
         &w,
         evicted(
             &w,
-            "ns/boss",
+            &"ns/boss".parse().unwrap(),
             PreemptReason::InClusterQueue,
             Holding::UntilJobStops,
             later,
@@ -211,7 +211,7 @@ fn a_jobs_workload_keeps_its_quota_when_evicted_until_released() {
     assert!(
         evicted(
             &w,
-            "ns/boss",
+            &"ns/boss".parse().unwrap(),
             PreemptReason::InClusterQueue,
             Holding::UntilJobStops,
             later
@@ -286,7 +286,7 @@ fn on_the_manager_a_jobs_workload_gives_its_quota_back_at_once() {
         &w,
         evicted(
             &w,
-            "ns/boss",
+            &"ns/boss".parse().unwrap(),
             PreemptReason::InClusterQueue,
             Holding::Never,
             later,

@@ -14,6 +14,10 @@ use crate::admission::status::tests::assignment;
 use baton_core::admission::assign::Assignment;
 use baton_core::admission::cycle::VictimChoice;
 
+fn key(text: &str) -> WorkloadKey {
+    text.parse().unwrap()
+}
+
 fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap()
 }
@@ -41,14 +45,14 @@ fn after(w: &Arc<Workload>, write: &Write) -> Arc<Workload> {
 
 fn decision(outcome: Outcome, assignment: Option<Assignment>) -> Decision {
     Decision {
-        key: "ns/high".into(),
+        key: key("ns/high"),
         outcome,
         assignment,
         set_aside: false,
     }
 }
 
-fn no_victims() -> HashMap<String, Arc<Workload>> {
+fn no_victims() -> HashMap<WorkloadKey, Arc<Workload>> {
     HashMap::new()
 }
 
@@ -175,23 +179,23 @@ fn a_gated_workload_names_its_closed_gate_and_tells_once() {
 fn a_preemption_evicts_each_victim_with_its_reason_and_tells_both_sides() {
     let (high, low1, low2) = (workload("high"), workload("low-1"), workload("low-2"));
     let by_key = HashMap::from([
-        ("ns/low-1".to_string(), low1.clone()),
-        ("ns/low-2".to_string(), low2.clone()),
+        (key("ns/low-1"), low1.clone()),
+        (key("ns/low-2"), low2.clone()),
     ]);
     let preempt = decision(
         Outcome::Preempt {
             victims: vec![
                 VictimChoice {
-                    key: "ns/low-1".into(),
+                    key: key("ns/low-1"),
                     reason: PreemptReason::InClusterQueue,
                 },
                 VictimChoice {
-                    key: "ns/low-2".into(),
+                    key: key("ns/low-2"),
                     reason: PreemptReason::InCohortReclamation,
                 },
                 // Gone meanwhile: nothing to write.
                 VictimChoice {
-                    key: "ns/low-3".into(),
+                    key: key("ns/low-3"),
                     reason: PreemptReason::InClusterQueue,
                 },
             ],
@@ -213,6 +217,12 @@ fn a_preemption_evicts_each_victim_with_its_reason_and_tells_both_sides() {
         .map(|w| w.workload.metadata.name.clone().unwrap())
         .collect();
     assert_eq!(targets, vec!["low-1", "low-2", "high"]);
+    // Each victim records its preemptor; the preemptor's own write records nothing.
+    let recorded: Vec<Option<&str>> = writes
+        .iter()
+        .map(|w| w.preempted_by.as_ref().map(WorkloadKey::as_str))
+        .collect();
+    assert_eq!(recorded, vec![Some("ns/high"), Some("ns/high"), None]);
     let reasons: Vec<String> = writes[..2]
         .iter()
         .map(|w| {
@@ -240,16 +250,16 @@ fn a_preemption_evicts_each_victim_with_its_reason_and_tells_both_sides() {
 #[test]
 fn waiting_retries_evictions_with_their_first_reason_and_no_new_events() {
     let (high, low) = (workload("high"), workload("low-1"));
-    let by_key = HashMap::from([("ns/low-1".to_string(), low.clone())]);
+    let by_key = HashMap::from([(key("ns/low-1"), low.clone())]);
     let reasons = HashMap::from([(
-        ("ns/high".to_string(), "ns/low-1".to_string()),
+        (key("ns/high"), key("ns/low-1")),
         PreemptReason::InCohortReclaimWhileBorrowing,
     )]);
     let writes = writes_for(
         &Rules::default(),
         &decision(
             Outcome::Waiting {
-                victims: vec!["ns/low-1".into()],
+                victims: vec![key("ns/low-1")],
             },
             None,
         ),
@@ -261,6 +271,8 @@ fn waiting_retries_evictions_with_their_first_reason_and_no_new_events() {
     );
     assert_eq!(writes.len(), 2);
     assert!(writes.iter().all(|w| w.event.is_none()));
+    assert_eq!(writes[0].preempted_by, Some(key("ns/high")));
+    assert_eq!(writes[1].preempted_by, None);
     let preempted = find_condition(&writes[0].status.conditions, condition::PREEMPTED).unwrap();
     assert_eq!(preempted.reason, "InCohortReclaimWhileBorrowing");
     assert!(
@@ -270,6 +282,44 @@ fn waiting_retries_evictions_with_their_first_reason_and_no_new_events() {
         "{:?}",
         writes[1].status
     );
+}
+
+#[test]
+fn a_victim_that_already_names_its_preemptor_is_not_recorded_again() {
+    let high = workload("high");
+    let annotated = |value: &str| {
+        let mut w = workload("low-1").as_ref().clone();
+        w.metadata.annotations = Some(
+            [(PREEMPTED_BY_ANNOTATION.to_string(), value.to_string())]
+                .into_iter()
+                .collect(),
+        );
+        Arc::new(w)
+    };
+    let waiting = decision(
+        Outcome::Waiting {
+            victims: vec![key("ns/low-1")],
+        },
+        None,
+    );
+    let recorded = |victim: Arc<Workload>| {
+        let by_key = HashMap::from([(key("ns/low-1"), victim)]);
+        let writes = writes_for(
+            &Rules::default(),
+            &waiting,
+            &high,
+            "cq",
+            &by_key,
+            &HashMap::new(),
+            t0(),
+        );
+        assert_eq!(writes.len(), 2, "the eviction is still written");
+        writes[0].preempted_by.clone()
+    };
+    // The record landed with an attempt whose status did not: only the status is written.
+    assert_eq!(recorded(annotated("ns/high")), None);
+    // A record of an earlier preemptor is replaced.
+    assert_eq!(recorded(annotated("ns/earlier")), Some(key("ns/high")));
 }
 
 #[test]
@@ -327,7 +377,7 @@ fn waiting_leaves_a_victim_whose_eviction_landed_alone() {
         &decision(
             Outcome::Preempt {
                 victims: vec![VictimChoice {
-                    key: "ns/low-1".into(),
+                    key: key("ns/low-1"),
                     reason: PreemptReason::InCohortReclamation,
                 }],
                 summary: String::new(),
@@ -336,7 +386,7 @@ fn waiting_leaves_a_victim_whose_eviction_landed_alone() {
         ),
         &high,
         "cq",
-        &HashMap::from([("ns/low-1".to_string(), stopping.clone())]),
+        &HashMap::from([(key("ns/low-1"), stopping.clone())]),
         &HashMap::new(),
         t0(),
     );
@@ -345,13 +395,13 @@ fn waiting_leaves_a_victim_whose_eviction_landed_alone() {
         &Rules::default(),
         &decision(
             Outcome::Waiting {
-                victims: vec!["ns/low-1".into()],
+                victims: vec![key("ns/low-1")],
             },
             None,
         ),
         &high,
         "cq",
-        &HashMap::from([("ns/low-1".to_string(), stopping)]),
+        &HashMap::from([(key("ns/low-1"), stopping)]),
         &HashMap::new(),
         t0() + Duration::seconds(1),
     );

@@ -7,7 +7,9 @@ pub use cached::{CachedReplica, SpecDigest, in_sync};
 use std::collections::BTreeMap;
 
 use baton_crds::conditions::find_condition;
-use baton_crds::constants::{MULTIKUEUE_GATE, MULTIKUEUE_ORIGIN_LABEL, condition};
+use baton_crds::constants::{
+    MULTIKUEUE_GATE, MULTIKUEUE_ORIGIN_LABEL, PREEMPTED_BY_ANNOTATION, condition,
+};
 use baton_crds::time::to_chrono;
 use baton_crds::workload::{PreemptionGate, Workload, WorkloadStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -35,7 +37,10 @@ pub fn redispatch_stamp(status: &WorkloadStatus) -> Option<String> {
 /// kubectl's copy of the object it applied last.
 pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
-const NOT_COPIED_ANNOTATIONS: &[&str] = &[LAST_APPLIED];
+/// Annotations a copy never takes from its manager object: kubectl's record of the last
+/// applied manifest, and the record of the preemptor the manager's own admission loop evicted
+/// the workload for (an eviction on the manager; a worker keeps its own record).
+const NOT_COPIED_ANNOTATIONS: &[&str] = &[LAST_APPLIED, PREEMPTED_BY_ANNOTATION];
 
 /// The replica to create on a worker: same name, namespace, labels, annotations and spec; the
 /// origin label; the MultiKueue gate (and only it) when orchestration is on.

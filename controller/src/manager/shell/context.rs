@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use baton_crds::WorkloadKey;
 use baton_crds::workload::Workload;
 use chrono::{DateTime, Utc};
 use kube::runtime::controller::Action;
@@ -57,17 +58,17 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,
     /// Workloads with a replica waiting for its gate (for the gauge).
-    pub gated: Mutex<HashSet<String>>,
-    /// Gates we opened that the worker caches may not show yet: (cluster, `ns/name`) →
+    pub gated: Mutex<HashSet<WorkloadKey>>,
+    /// Gates we opened that the worker caches may not show yet: (cluster, workload) →
     /// (the replica's resourceVersion before the write, the written replica). Without it a
     /// reconcile right after an opening could see the gate still Closed and open a second
     /// cluster's gate.
-    pub opened: Mutex<HashMap<(String, String), Written<CachedReplica>>>,
-    /// Manager Workloads we wrote that the cache may not show yet, by `ns/name`.
-    pub written: Mutex<HashMap<String, Written<Workload>>>,
+    pub opened: Mutex<HashMap<(String, WorkloadKey), Written<CachedReplica>>>,
+    /// Manager Workloads we wrote that the cache may not show yet.
+    pub written: Mutex<HashMap<WorkloadKey, Written<Workload>>>,
     /// Open gates stamped in the future (see [`gate_clock`]): (cluster, `ns/name`) → (the
     /// stamp, when the manager first saw it).
-    pub future_gates: Mutex<HashMap<(String, String), FutureGate>>,
+    pub future_gates: Mutex<HashMap<(String, WorkloadKey), FutureGate>>,
     /// Told after every reconcile: the queues' counts may have changed.
     pub queues_changed: Arc<tokio::sync::Notify>,
     /// Wakes the Job reconciler for the Job owning a Workload. The Workload reconciler
@@ -77,11 +78,11 @@ pub struct Context {
         tokio::sync::mpsc::UnboundedSender<ObjectRef<k8s_openapi::api::batch::v1::Job>>,
     /// Wakes the admission loop (manager-side quota): a Workload changed.
     pub admission_wake: tokio::sync::mpsc::UnboundedSender<()>,
-    /// Replicas we created that the worker caches may not show yet: (cluster, `ns/name`) →
+    /// Replicas we created that the worker caches may not show yet: (cluster, workload) →
     /// (when, the created replica). Without it a pass right after a creation (woken by
     /// another worker's cache) would create the replica again and be refused (409): two
     /// requests for nothing.
-    pub created: Mutex<HashMap<(String, String), (std::time::Instant, CachedReplica)>>,
+    pub created: Mutex<HashMap<(String, WorkloadKey), (std::time::Instant, CachedReplica)>>,
 }
 
 /// How long a created replica stands in for one the worker's cache does not show yet.
@@ -128,7 +129,7 @@ impl Context {
     /// The cached replica of `wl`, or the one we wrote if the cache has not caught up with
     /// it yet.
     fn newest(&self, cluster: &str, wl: &Workload, cached: &CachedReplica) -> CachedReplica {
-        let id = (cluster.to_string(), workload_key(wl));
+        let id = (cluster.to_string(), WorkloadKey::of(wl));
         newest(&self.opened, &id, cached, cached.resource_version())
     }
 
@@ -137,7 +138,7 @@ impl Context {
     /// (409) and retried — either way an API write for nothing.
     pub fn newest_workload(&self, cached: &Workload) -> Workload {
         let version = cached.metadata.resource_version.as_deref();
-        newest(&self.written, &workload_key(cached), cached, version)
+        newest(&self.written, &WorkloadKey::of(cached), cached, version)
     }
 
     /// Remembers a replica we created until its worker's cache shows it.
@@ -146,7 +147,7 @@ impl Context {
         let now = std::time::Instant::now();
         memory.retain(|_, (at, _)| now.duration_since(*at) < CREATED_MEMORY);
         memory.insert(
-            (cluster.to_string(), workload_key(&created)),
+            (cluster.to_string(), WorkloadKey::of(&created)),
             (now, CachedReplica::compact(&created)),
         );
     }
@@ -154,21 +155,21 @@ impl Context {
     /// Forgets a replica we created (its cache shows it, or it was deleted).
     pub fn forget_created(&self, cluster: &str, wl: &Workload) {
         let mut memory = self.created.lock().unwrap_or_else(|p| p.into_inner());
-        memory.remove(&(cluster.to_string(), workload_key(wl)));
+        memory.remove(&(cluster.to_string(), WorkloadKey::of(wl)));
     }
 
     /// The replica of `wl` we created on `cluster` lately, if the cache does not show it.
     fn recently_created(&self, cluster: &str, wl: &Workload) -> Option<CachedReplica> {
         let memory = self.created.lock().unwrap_or_else(|p| p.into_inner());
         memory
-            .get(&(cluster.to_string(), workload_key(wl)))
+            .get(&(cluster.to_string(), WorkloadKey::of(wl)))
             .filter(|(at, _)| at.elapsed() < CREATED_MEMORY)
             .map(|(_, created)| created.clone())
     }
 
     /// Remembers a manager Workload we wrote until the cache shows a newer version.
     pub fn remember_written(&self, before: &Workload, written: Workload) {
-        let key = workload_key(before);
+        let key = WorkloadKey::of(before);
         let replaced = before.resource_version();
         remember(
             &self.written,
@@ -187,7 +188,7 @@ impl Context {
         replaced: Option<&str>,
         written: &Workload,
     ) {
-        let key = (cluster.to_string(), workload_key(wl));
+        let key = (cluster.to_string(), WorkloadKey::of(wl));
         remember(
             &self.opened,
             key,
@@ -205,7 +206,7 @@ impl Context {
         replica: CachedReplica,
         now: DateTime<Utc>,
     ) -> CachedReplica {
-        let id = (cluster.to_string(), workload_key(wl));
+        let id = (cluster.to_string(), WorkloadKey::of(wl));
         let mut seen = self.future_gates.lock().unwrap_or_else(|p| p.into_inner());
         let Some(stamp) = gate_clock::future_open_time(&replica, now) else {
             seen.remove(&id);
@@ -314,11 +315,6 @@ fn remember<K: std::hash::Hash + Eq, T>(
         memory.clear();
     }
     memory.insert(id, (replaced, written));
-}
-
-/// `namespace/name` of a Workload.
-pub fn workload_key(wl: &Workload) -> String {
-    format!("{}/{}", wl.namespace().unwrap_or_default(), wl.name_any())
 }
 
 /// Retries a failed reconcile (of a Workload or a Job) after a short pause, counting the

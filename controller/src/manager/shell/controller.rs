@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use baton_crds::WorkloadKey;
 use baton_crds::workload::{GateState, Workload};
 use chrono::Utc;
 use kube::ResourceExt;
@@ -90,7 +91,7 @@ fn track_gated(
     route: Option<&Route>,
     replicas: &BTreeMap<String, CachedReplica>,
 ) {
-    let key = format!("{}/{}", wl.namespace().unwrap_or_default(), wl.name_any());
+    let key = WorkloadKey::of(wl);
     let waiting = route.is_some()
         && wl.status.as_ref().is_none_or(|s| s.cluster_name.is_none())
         && replicas.iter().any(|(c, r)| {

@@ -5,11 +5,12 @@
 //! planned again on a later pass.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton_crds::{ResourceFlavor, Workload};
-use chrono::Utc;
+use baton_crds::{ResourceFlavor, Workload, WorkloadKey};
+use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
@@ -19,7 +20,7 @@ use kube::{Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
 
 use super::plan::{JobEvent, JobWrite, Plan, plan};
-use super::view::{Binding, orphans, views};
+use super::view::{Binding, JobView, orphans, views};
 use crate::jobs::{FlavorPlacement, workload_name};
 use crate::metrics::{ErrorLabel, Metrics};
 use crate::shutdown::Shutdown;
@@ -55,11 +56,11 @@ struct Shell {
 /// What the loop remembers between passes.
 #[derive(Default)]
 struct LoopState {
-    /// Objects written, by `Kind/namespace/name`, with the resourceVersion the write replaced
+    /// Objects written, by kind and key, with the resourceVersion the write replaced
     /// (`None`: created), and when. While the cache still shows that version the object is
     /// not planned again, for at most [`STALE_FOR`] (a write that changed nothing leaves
     /// the version as it was).
-    written: HashMap<String, (Option<String>, Instant)>,
+    written: HashMap<Target, (Option<String>, Instant)>,
     /// Problems already published (Job uid, reason, message): each goes out once.
     reported: HashSet<(String, &'static str, String)>,
 }
@@ -113,8 +114,44 @@ pub async fn run(
     }
 }
 
-fn key(kind: &str, namespace: Option<String>, name: String) -> String {
-    format!("{kind}/{}/{name}", namespace.unwrap_or_default())
+/// A Job's namespace and name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct JobKey {
+    namespace: String,
+    name: String,
+}
+
+impl JobKey {
+    fn of(job: &Job) -> Self {
+        JobKey {
+            namespace: job.namespace().unwrap_or_default(),
+            name: job.name_any(),
+        }
+    }
+}
+
+/// `namespace/name`.
+impl fmt::Display for JobKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// An object the loop writes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Target {
+    Job(JobKey),
+    Workload(WorkloadKey),
+}
+
+/// `Kind/namespace/name`, for logs.
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Job(key) => write!(f, "Job/{key}"),
+            Target::Workload(key) => write!(f, "Workload/{key}"),
+        }
+    }
 }
 
 async fn pass(shell: &Shell, state: &mut LoopState) {
@@ -128,10 +165,36 @@ async fn pass(shell: &Shell, state: &mut LoopState) {
         .iter()
         .map(|f| (f.name_any(), FlavorPlacement::from(f.as_ref())))
         .collect();
+    let by_uid: HashMap<&str, &Arc<Job>> = jobs
+        .iter()
+        .filter_map(|j| j.metadata.uid.as_deref().map(|u| (u, j)))
+        .collect();
+    let (mut writes, problems) = plan_jobs(state, views(&jobs, &workloads, &flavors), &by_uid, now);
+    for wl in orphans(&jobs, &workloads, now) {
+        writes.push((
+            None,
+            JobWrite::DeleteWorkload(Box::new((*wl).clone())),
+            None,
+        ));
+    }
+    report_problems(shell, state, &by_uid, problems);
+    execute(shell, state, writes).await;
+}
 
-    // Skip objects whose cache still shows what the last write replaced.
+/// A Job's event that comes with no write (a problem to report).
+type Problem = (Arc<Job>, JobEvent);
+
+/// Plans every Job, skipping those whose Job or Workload the cache still shows as it was
+/// before our last write to it (for at most [`STALE_FOR`]); forgets the writes the cache has
+/// caught up with. Returns the writes, and the problems to report.
+fn plan_jobs(
+    state: &mut LoopState,
+    views: Vec<JobView<'_>>,
+    by_uid: &HashMap<&str, &Arc<Job>>,
+    now: DateTime<Utc>,
+) -> (Vec<Step>, Vec<Problem>) {
     let mut still_stale = HashSet::new();
-    let mut is_stale = |k: String, version: Option<String>| {
+    let mut is_stale = |k: Target, version: Option<String>| {
         let stale = state
             .written
             .get(&k)
@@ -142,27 +205,14 @@ async fn pass(shell: &Shell, state: &mut LoopState) {
         stale
     };
     let mut writes: Vec<Step> = Vec::new();
-    let by_uid: HashMap<&str, &Arc<Job>> = jobs
-        .iter()
-        .filter_map(|j| j.metadata.uid.as_deref().map(|u| (u, j)))
-        .collect();
     let mut problems = Vec::new();
-    for view in views(&jobs, &workloads, &flavors) {
+    for view in views {
         let job = view.job;
-        if is_stale(
-            key("Job", job.namespace(), job.name_any()),
-            job.resource_version(),
-        ) {
+        if is_stale(Target::Job(JobKey::of(job)), job.resource_version()) {
             continue;
         }
-        let bound = match view.binding {
-            Binding::Bound(w) | Binding::PrebuiltUnowned(w) | Binding::PrebuiltTaken(w) => {
-                (w.namespace(), w.name_any(), w.resource_version())
-            }
-            Binding::Unbound => (job.namespace(), workload_name(job), None),
-            Binding::PrebuiltMissing(name) => (job.namespace(), name.to_string(), None),
-        };
-        if is_stale(key("Workload", bound.0, bound.1), bound.2) {
+        let (bound, version) = bound_workload(&view);
+        if is_stale(Target::Workload(bound), version) {
             continue;
         }
         let Plan { write, event } = plan(&view, now);
@@ -181,19 +231,35 @@ async fn pass(shell: &Shell, state: &mut LoopState) {
             }
         }
     }
-    for wl in orphans(&jobs, &workloads, now) {
-        writes.push((
-            None,
-            JobWrite::DeleteWorkload(Box::new((*wl).clone())),
-            None,
-        ));
-    }
     state.written.retain(|k, _| still_stale.contains(k));
+    (writes, problems)
+}
 
-    let uids: HashSet<&str> = by_uid.keys().copied().collect();
+/// The Workload a Job is bound to, or is to be: its key, and its resourceVersion when it
+/// exists.
+fn bound_workload(view: &JobView<'_>) -> (WorkloadKey, Option<String>) {
+    let job = view.job;
+    let namespace = job.namespace().unwrap_or_default();
+    match view.binding {
+        Binding::Bound(w) | Binding::PrebuiltUnowned(w) | Binding::PrebuiltTaken(w) => {
+            (WorkloadKey::of(w), w.resource_version())
+        }
+        Binding::Unbound => (WorkloadKey::new(&namespace, &workload_name(job)), None),
+        Binding::PrebuiltMissing(name) => (WorkloadKey::new(&namespace, name), None),
+    }
+}
+
+/// Publishes each problem once per Job, reason and message (forgetting those of Jobs that
+/// are gone), with a warning in the log.
+fn report_problems(
+    shell: &Shell,
+    state: &mut LoopState,
+    by_uid: &HashMap<&str, &Arc<Job>>,
+    problems: Vec<Problem>,
+) {
     state
         .reported
-        .retain(|(uid, _, _)| uids.contains(uid.as_str()));
+        .retain(|(uid, _, _)| by_uid.contains_key(uid.as_str()));
     for (job, event) in problems {
         let id = (
             job.metadata.uid.clone().unwrap_or_default(),
@@ -201,11 +267,10 @@ async fn pass(shell: &Shell, state: &mut LoopState) {
             event.message.clone(),
         );
         if state.reported.insert(id) {
-            tracing::warn!(job = %format!("{}/{}", job.namespace().unwrap_or_default(), job.name_any()), reason = event.reason, "{}", event.message);
+            tracing::warn!(job = %JobKey::of(&job), reason = event.reason, "{}", event.message);
             publish(shell, &job, event);
         }
     }
-    execute(shell, state, writes).await;
 }
 
 async fn execute(shell: &Shell, state: &mut LoopState, writes: Vec<Step>) {
@@ -224,7 +289,10 @@ async fn execute(shell: &Shell, state: &mut LoopState, writes: Vec<Step>) {
         .collect()
         .await;
     for (target, result) in results {
-        let what = target.as_ref().map(|(k, _)| k.clone()).unwrap_or_default();
+        let what = target
+            .as_ref()
+            .map(|(k, _)| k.to_string())
+            .unwrap_or_default();
         match result {
             Ok(()) => {
                 if let Some((k, version)) = target {
@@ -263,22 +331,18 @@ fn wake_after(shell: &Shell, delay: Duration) {
 }
 
 /// The object a write changes and the resourceVersion it replaced (`None`: created).
-type Written = (String, Option<String>);
+type Written = (Target, Option<String>);
 
 /// What `write` changes, for [`LoopState::written`]; `None` for deletions.
 fn written_key(write: &JobWrite) -> Option<Written> {
     match write {
-        JobWrite::CreateWorkload(wl) => {
-            Some((key("Workload", wl.namespace(), wl.name_any()), None))
+        JobWrite::CreateWorkload(wl) => Some((Target::Workload(WorkloadKey::of(wl)), None)),
+        JobWrite::AdoptWorkload(wl) | JobWrite::WorkloadStatus { workload: wl, .. } => {
+            Some((Target::Workload(WorkloadKey::of(wl)), wl.resource_version()))
         }
-        JobWrite::AdoptWorkload(wl) | JobWrite::WorkloadStatus { workload: wl, .. } => Some((
-            key("Workload", wl.namespace(), wl.name_any()),
-            wl.resource_version(),
-        )),
-        JobWrite::UpdateJob(job) | JobWrite::ClearStartTime(job) => Some((
-            key("Job", job.namespace(), job.name_any()),
-            job.resource_version(),
-        )),
+        JobWrite::UpdateJob(job) | JobWrite::ClearStartTime(job) => {
+            Some((Target::Job(JobKey::of(job)), job.resource_version()))
+        }
         JobWrite::DeleteWorkload(_) => None,
     }
 }
@@ -342,7 +406,7 @@ async fn send(client: &Client, write: &JobWrite) -> Result<(), kube::Error> {
                 }),
                 ..DeleteParams::background()
             };
-            tracing::info!(workload = %format!("{}/{}", wl.namespace().unwrap_or_default(), wl.name_any()), "deleting a Workload whose Job is gone");
+            tracing::info!(workload = %WorkloadKey::of(wl), "deleting a Workload whose Job is gone");
             api.delete(&wl.name_any(), &params).await.map(drop)
         }
     }

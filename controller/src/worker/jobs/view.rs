@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use baton_crds::Workload;
+use baton_crds::{Workload, WorkloadKey};
 use chrono::{DateTime, Duration, Utc};
 use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
@@ -56,10 +56,10 @@ pub fn views<'a>(
     workloads: &'a [Arc<Workload>],
     flavors: &'a HashMap<String, FlavorPlacement>,
 ) -> Vec<JobView<'a>> {
-    let mut by_name: HashMap<(String, String), &Workload> = HashMap::new();
+    let mut by_name: HashMap<WorkloadKey, &Workload> = HashMap::new();
     let mut by_owner: HashMap<&str, Vec<&Workload>> = HashMap::new();
     for wl in workloads {
-        by_name.insert((wl.namespace().unwrap_or_default(), wl.name_any()), wl);
+        by_name.insert(WorkloadKey::of(wl), wl);
         if let Some(owner) = controlling_job(wl) {
             by_owner.entry(owner.uid.as_str()).or_default().push(wl);
         }
@@ -73,7 +73,7 @@ pub fn views<'a>(
             let uid = job.metadata.uid.as_deref().unwrap_or("");
             let binding = match prebuilt_workload_name(job) {
                 Some(name) => {
-                    let key = (job.namespace().unwrap_or_default(), name.to_string());
+                    let key = WorkloadKey::new(&job.namespace().unwrap_or_default(), name);
                     match by_name.get(&key) {
                         None => Binding::PrebuiltMissing(name),
                         Some(wl) => match controlling_job(wl) {

@@ -8,6 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use baton_crds::WorkloadKey;
 use proptest::prelude::*;
 
 use super::strategy::{Cluster, cluster, now};
@@ -29,14 +30,14 @@ enum Check {
 
 fn run(mut c: Cluster, check: Check) -> Result<(), String> {
     // victim → its preemptor, while it stops.
-    let mut stopping: HashMap<String, String> = HashMap::new();
+    let mut stopping: HashMap<WorkloadKey, WorkloadKey> = HashMap::new();
     // (victim, preemptor) pairs already evicted, forgotten when the preemptor is evicted.
-    let mut evicted: HashSet<(String, String)> = HashSet::new();
+    let mut evicted: HashSet<(WorkloadKey, WorkloadKey)> = HashSet::new();
     // victim → the preemptor its `Evicted` condition names, until it is admitted again.
-    let mut evicted_for: HashMap<String, String> = HashMap::new();
+    let mut evicted_for: HashMap<WorkloadKey, WorkloadKey> = HashMap::new();
     // preemptor → the flavors of its last preemption, until it is admitted (as the shell
     // remembers them).
-    let mut held: HashMap<String, HeldFlavors> = HashMap::new();
+    let mut held: HashMap<WorkloadKey, HeldFlavors> = HashMap::new();
     let mut history: Vec<String> = Vec::new();
     for (a, _) in &mut c.admitted {
         a.evicting = false;
@@ -73,7 +74,8 @@ fn run(mut c: Cluster, check: Check) -> Result<(), String> {
         }
         stopping.clear();
         // As the shell builds it: a victim back in its queue yields to a waiting preemptor.
-        let waiting: HashSet<String> = c.pending.iter().map(|p| p.workload.key.clone()).collect();
+        let waiting: HashSet<WorkloadKey> =
+            c.pending.iter().map(|p| p.workload.key.clone()).collect();
         for p in &mut c.pending {
             p.yields_to = evicted_for
                 .get(&p.workload.key)

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use baton_crds::WorkloadKey;
 use baton_crds::cluster_queue::{
     BorrowWithinCohort, BorrowWithinCohortPolicy, ClusterQueuePreemption, FlavorFungibility,
     FlavorFungibilityPreference, FungibilityPolicy, QueueingStrategy, ReclaimWithinCohort,
@@ -264,7 +265,10 @@ fn policy(priority: i32) -> impl Strategy<Value = VictimPolicy> {
     ]
 }
 
-fn workload(key: String, priorities: std::ops::Range<i32>) -> impl Strategy<Value = WorkloadModel> {
+fn workload(
+    key: WorkloadKey,
+    priorities: std::ops::Range<i32>,
+) -> impl Strategy<Value = WorkloadModel> {
     (priorities, 0..4_i64).prop_flat_map(move |(priority, created)| {
         let key = key.clone();
         (
@@ -292,7 +296,7 @@ fn workload(key: String, priorities: std::ops::Range<i32>) -> impl Strategy<Valu
 /// one no queue defines) and sometimes a gpu.
 fn admitted(index: usize, queues: usize) -> impl Strategy<Value = AdmittedInput> {
     (
-        workload(format!("ns/a{index}"), -1..3),
+        workload(WorkloadKey::new("ns", &format!("a{index}")), -1..3),
         0..queues,
         prop_oneof![
             10 => Just(CPU_FLAVORS[0]),
@@ -344,7 +348,7 @@ fn held() -> impl Strategy<Value = Option<HeldFlavors>> {
 
 fn pending(index: usize, queues: usize) -> impl Strategy<Value = (PendingModel, Vec<u8>)> {
     (
-        workload(format!("ns/p{index}"), -1..5),
+        workload(WorkloadKey::new("ns", &format!("p{index}")), -1..5),
         0..queues,
         prop::bool::weighted(0.3),
         prop::collection::vec(0..40_u8, 8),

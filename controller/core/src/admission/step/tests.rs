@@ -5,7 +5,7 @@ use super::LoopMemory;
 use crate::admission::cycle::DraftOutcome;
 use crate::admission::model::PendingModel;
 use crate::admission::preempt::PreemptReason;
-use crate::admission::tests::world::{World, now, workload};
+use crate::admission::tests::world::{World, key, now, workload};
 
 /// A fingerprint that changes when the gate opens (as the shells' do).
 fn gate(p: &PendingModel) -> u64 {
@@ -93,11 +93,9 @@ fn a_preemptor_waits_for_its_victims_then_forgets_them_once_admitted() {
         step(&mut memory, &mut world),
         [("ns/high".to_string(), "preempt", false)]
     );
-    assert_eq!(memory.victims_of("ns/high"), ["ns/low".to_string()]);
+    assert_eq!(memory.victims_of(&key("ns/high")), ["ns/low"]);
     assert_eq!(
-        memory
-            .reasons()
-            .get(&("ns/high".to_string(), "ns/low".to_string())),
+        memory.reasons().get(&(key("ns/high"), key("ns/low"))),
         Some(&PreemptReason::InClusterQueue)
     );
     // The victim is being evicted and still holds its quota: the preemptor waits for it.
@@ -106,7 +104,7 @@ fn a_preemptor_waits_for_its_victims_then_forgets_them_once_admitted() {
         step(&mut memory, &mut world),
         [("ns/high".to_string(), "waiting", false)]
     );
-    assert_eq!(world.pending[0].victims_in_flight, ["ns/low".to_string()]);
+    assert_eq!(world.pending[0].victims_in_flight, ["ns/low"]);
     // It holds the flavors it preempted for.
     let held = world.pending[0].held.clone().expect("held flavors");
     assert_eq!(held["main"]["cpu"], "default");
@@ -117,7 +115,7 @@ fn a_preemptor_waits_for_its_victims_then_forgets_them_once_admitted() {
         [("ns/high".to_string(), "admit", false)]
     );
     assert!(world.pending[0].victims_in_flight.is_empty());
-    assert!(memory.victims_of("ns/high").is_empty());
+    assert!(memory.victims_of(&key("ns/high")).is_empty());
     assert!(memory.reasons().is_empty());
 }
 
@@ -130,11 +128,8 @@ fn a_preemptor_gone_before_admission_is_reported_with_its_victims() {
     world.pending.clear();
     let mut snapshot = world.snapshot();
     let step = memory.step(&mut snapshot, Vec::new(), gate, now());
-    assert_eq!(
-        step.dropped,
-        [("ns/high".to_string(), vec!["ns/low".to_string()])]
-    );
-    assert!(memory.victims_of("ns/high").is_empty());
+    assert_eq!(step.dropped, [(key("ns/high"), vec![key("ns/low")])]);
+    assert!(memory.victims_of(&key("ns/high")).is_empty());
     assert!(memory.reasons().is_empty());
 }
 
@@ -144,13 +139,13 @@ fn the_callers_victims_in_flight_count_only_while_they_hold_quota() {
     world.admitted[0].0.evicting = true;
     world.submit(0, workload("ns/high", 10, 2, 4));
     // A restarted loop: the victim's Evicted condition named this preemptor.
-    world.pending[0].victims_in_flight = vec!["ns/low".to_string(), "ns/gone".to_string()];
+    world.pending[0].victims_in_flight = vec![key("ns/low"), key("ns/gone")];
     let mut memory = LoopMemory::default();
     assert_eq!(
         step(&mut memory, &mut world),
         [("ns/high".to_string(), "waiting", false)]
     );
-    assert_eq!(world.pending[0].victims_in_flight, ["ns/low".to_string()]);
+    assert_eq!(world.pending[0].victims_in_flight, ["ns/low"]);
 }
 
 #[test]
@@ -159,8 +154,8 @@ fn a_forgotten_workload_leaves_no_memory_behind() {
     world.submit(0, workload("ns/high", 10, 2, 4));
     let mut memory = LoopMemory::default();
     step(&mut memory, &mut world);
-    assert_eq!(memory.forget("ns/high"), ["ns/low".to_string()]);
-    assert!(memory.victims_of("ns/high").is_empty());
+    assert_eq!(memory.forget(&key("ns/high")), ["ns/low"]);
+    assert!(memory.victims_of(&key("ns/high")).is_empty());
     assert!(memory.reasons().is_empty());
     // Nothing is left to drop when the step finds it gone.
     world.pending.clear();

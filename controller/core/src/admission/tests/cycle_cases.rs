@@ -4,14 +4,15 @@ use baton_crds::cluster_queue::{
 };
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
+use baton_crds::WorkloadKey;
 use baton_crds::workload::PreemptionCost;
 
-use super::world::{World, decision, workload};
+use super::world::{World, decision, key, workload};
 use crate::admission::cycle::{Decision, Outcome, VictimChoice};
 use crate::admission::model::QueueProblem;
 use crate::admission::preempt::PreemptReason;
 
-fn victims(outcome: &Outcome) -> Vec<(String, PreemptReason)> {
+fn victims(outcome: &Outcome) -> Vec<(WorkloadKey, PreemptReason)> {
     match outcome {
         Outcome::Preempt { victims, .. } => victims
             .iter()
@@ -117,7 +118,7 @@ fn lower_priority_in_the_queue_is_preempted() {
     let d = w.run();
     assert_eq!(
         victims(&decision(&d, "ns/high").outcome),
-        vec![("ns/low".to_string(), PreemptReason::InClusterQueue)]
+        vec![(key("ns/low"), PreemptReason::InClusterQueue)]
     );
 }
 
@@ -145,7 +146,7 @@ fn lower_or_newer_equal_priority_preempts_newer_peers_only() {
     let d = w.run();
     assert_eq!(
         victims(&decision(&d, "ns/me").outcome),
-        vec![("ns/newer-peer".to_string(), PreemptReason::InClusterQueue)]
+        vec![(key("ns/newer-peer"), PreemptReason::InClusterQueue)]
     );
 }
 
@@ -189,10 +190,7 @@ fn reclaim_within_cohort_takes_back_lent_quota() {
     let d = reclaim_world(ReclaimWithinCohort::Any, 9).run();
     assert_eq!(
         victims(&decision(&d, "ns/a-wants").outcome),
-        vec![(
-            "ns/b-borrowed".to_string(),
-            PreemptReason::InCohortReclamation
-        )]
+        vec![(key("ns/b-borrowed"), PreemptReason::InCohortReclamation)]
     );
     let d = reclaim_world(ReclaimWithinCohort::LowerPriority, 1).run();
     assert_eq!(victims(&decision(&d, "ns/a-wants").outcome).len(), 1);
@@ -252,7 +250,7 @@ fn borrow_within_cohort_lets_a_borrowing_preemptor_evict_below_its_threshold() {
     assert_eq!(
         victims(&decision(&d, "ns/a-wants").outcome),
         vec![(
-            "ns/c-borrowed".to_string(),
+            key("ns/c-borrowed"),
             PreemptReason::InCohortReclaimWhileBorrowing
         )]
     );
@@ -409,13 +407,13 @@ fn a_preemptor_with_victims_in_flight_chooses_no_new_ones() {
     w.admit(q, "default", workload("ns/other", 0, 1, 4), 1);
     w.submit(q, workload("ns/preemptor", 9, 2, 6));
     if let Some(p) = w.pending.last_mut() {
-        p.victims_in_flight = vec!["ns/victim".to_string()];
+        p.victims_in_flight = vec![key("ns/victim")];
     }
     let d = w.run();
     assert_eq!(
         decision(&d, "ns/preemptor").outcome,
         Outcome::Waiting {
-            victims: vec!["ns/victim".to_string()]
+            victims: vec![key("ns/victim")]
         }
     );
     assert!(!decision(&d, "ns/preemptor").set_aside);
@@ -431,7 +429,7 @@ fn victim_back_beside_its_preemptor(yields: bool) -> Vec<Decision> {
     w.admit(qa, "default", workload("ns/stays", 0, 0, 2), 0);
     w.submit(qa, workload("ns/victim", 0, 1, 4));
     if let Some(p) = w.pending.last_mut() {
-        p.yields_to = yields.then(|| "ns/preemptor".to_string());
+        p.yields_to = yields.then(|| key("ns/preemptor"));
     }
     w.submit(qb, workload("ns/preemptor", 0, 5, 6));
     w.run()
@@ -466,13 +464,13 @@ fn two_preemptors_in_one_cycle_never_share_victims() {
     w.submit(q, workload("ns/p1", 9, 3, 5));
     w.submit(q, workload("ns/p2", 8, 4, 5));
     let d = w.run();
-    let mut all: Vec<String> = victims(&decision(&d, "ns/p1").outcome)
+    let mut all: Vec<WorkloadKey> = victims(&decision(&d, "ns/p1").outcome)
         .into_iter()
         .chain(victims(&decision(&d, "ns/p2").outcome))
         .map(|(k, _)| k)
         .collect();
     all.sort();
-    assert_eq!(all, vec!["ns/v1".to_string(), "ns/v2".to_string()]);
+    assert_eq!(all, vec![key("ns/v1"), key("ns/v2")]);
 }
 
 #[test]
@@ -610,7 +608,7 @@ fn an_evicting_workload_keeps_its_quota_and_is_never_chosen_again() {
     let d = w2.run();
     assert_eq!(
         victims(&decision(&d, "ns/small").outcome),
-        vec![("ns/other".to_string(), PreemptReason::InClusterQueue)]
+        vec![(key("ns/other"), PreemptReason::InClusterQueue)]
     );
 }
 
@@ -622,13 +620,13 @@ fn a_preemptor_waits_for_an_evicting_victim_even_when_no_candidate_is_left() {
     mark_evicting(&mut w, "ns/victim");
     w.submit(q, workload("ns/preemptor", 9, 2, 6));
     if let Some(p) = w.pending.last_mut() {
-        p.victims_in_flight = vec!["ns/victim".to_string()];
+        p.victims_in_flight = vec![key("ns/victim")];
     }
     let d = w.run();
     assert_eq!(
         decision(&d, "ns/preemptor").outcome,
         Outcome::Waiting {
-            victims: vec!["ns/victim".to_string()]
+            victims: vec![key("ns/victim")]
         }
     );
     assert!(!decision(&d, "ns/preemptor").set_aside);
@@ -646,7 +644,7 @@ fn quota_freed_by_one_victim_is_held_for_its_preemptor_while_another_still_stops
     mark_evicting(&mut w, "ns/stopping");
     w.submit(q, workload("ns/preemptor", 9, 4, 2));
     if let Some(p) = w.pending.last_mut() {
-        p.victims_in_flight = vec!["ns/stopping".to_string()];
+        p.victims_in_flight = vec![key("ns/stopping")];
     }
     w.submit(q, workload("ns/released", 0, 5, 1));
     let d = w.run();
@@ -674,7 +672,7 @@ fn lower_priority_work_is_not_admitted_beside_a_preemptors_victims() {
     let d = w.run();
     assert_eq!(
         victims(&decision(&d, "ns/preemptor").outcome),
-        vec![("ns/victim".to_string(), PreemptReason::InClusterQueue)]
+        vec![(key("ns/victim"), PreemptReason::InClusterQueue)]
     );
     assert_ne!(decision(&d, "ns/beside").outcome, Outcome::Admit);
 }

@@ -2,7 +2,7 @@
 //! decided preemption counts as done for choosing what comes next, but nothing is admitted
 //! into quota a victim still holds. Found by `admissions_stay_within_quota` (core/props.rs).
 
-use super::world::{World, decision, workload};
+use super::world::{World, decision, key, workload};
 use crate::admission::cycle::{Outcome, WAITING_FOR_VICTIMS};
 
 fn waiting_for_victims(outcome: &Outcome) -> bool {
@@ -43,7 +43,7 @@ fn nothing_is_admitted_into_quota_a_stopping_victim_still_holds() {
     }
     w.submit(q, workload("ns/preemptor", 1, 3, 2));
     if let Some(p) = w.pending.last_mut() {
-        p.victims_in_flight = vec!["ns/stopping".to_string()];
+        p.victims_in_flight = vec![key("ns/stopping")];
     }
     w.submit(q, workload("ns/other", 0, 4, 2));
     let d = w.run();
@@ -85,7 +85,7 @@ fn a_preemptor_that_cannot_fit_until_its_victim_is_gone_still_holds_its_room() {
     }
     w.submit(q, workload("ns/preemptor", 9, 2, 6));
     if let Some(p) = w.pending.last_mut() {
-        p.victims_in_flight = vec!["ns/stopping".to_string()];
+        p.victims_in_flight = vec![key("ns/stopping")];
     }
     w.submit(q, workload("ns/low", 0, 3, 2));
     let d = w.run();

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use baton_crds::cluster_queue::QueueingStrategy;
 use baton_crds::quantity::Resources;
 
-use super::world::{World, decision, workload};
+use super::world::{World, decision, key, workload};
 use crate::admission::cycle::{Decision, Outcome};
 use crate::admission::model::{HeldFlavors, PodSetModel, WorkloadModel};
 
@@ -50,7 +50,7 @@ fn two_pod_sets(remembered: bool) -> Vec<Decision> {
     }
     w.submit(q, workload("ns/victim", 0, 1, 4));
     if let Some(p) = w.pending.last_mut() {
-        p.yields_to = Some("ns/preemptor".to_string());
+        p.yields_to = Some(key("ns/preemptor"));
     }
     w.run()
 }
@@ -106,7 +106,7 @@ fn room_freed_for_a_preemptor(strategy: QueueingStrategy) -> Vec<Decision> {
     w.submit(q, workload("ns/newcomer", 9, 3, 4));
     w.submit(q, workload("ns/victim", 0, 1, 4));
     if let Some(p) = w.pending.last_mut() {
-        p.yields_to = Some("ns/preemptor".to_string());
+        p.yields_to = Some(key("ns/preemptor"));
     }
     w.run()
 }
@@ -147,7 +147,7 @@ fn a_preemptor_whose_victim_still_stops_leaves_another_ones_freed_room_alone() {
     }
     w.submit(q, workload("ns/high", 3, 2, 2));
     if let Some(p) = w.pending.last_mut() {
-        p.victims_in_flight = vec!["ns/stopping".to_string()];
+        p.victims_in_flight = vec![key("ns/stopping")];
         p.held = Some(held(&[("main", "default")]));
     }
     w.submit(q, workload("ns/low", 1, 3, 4));
@@ -156,13 +156,13 @@ fn a_preemptor_whose_victim_still_stops_leaves_another_ones_freed_room_alone() {
     }
     w.submit(q, workload("ns/gone", 0, 1, 4));
     if let Some(p) = w.pending.last_mut() {
-        p.yields_to = Some("ns/low".to_string());
+        p.yields_to = Some(key("ns/low"));
     }
     let d = w.run();
     assert_eq!(
         decision(&d, "ns/high").outcome,
         Outcome::Waiting {
-            victims: vec!["ns/stopping".to_string()]
+            victims: vec![key("ns/stopping")]
         }
     );
     assert_eq!(decision(&d, "ns/low").outcome, Outcome::Admit);

@@ -1,6 +1,6 @@
 use std::collections::BTreeSet;
 
-use super::world::{World, workload};
+use super::world::{World, key, workload};
 use crate::admission::queues::{Capacity, QueueState};
 
 const CLOSED: u64 = 1;
@@ -9,12 +9,12 @@ const OPEN: u64 = 2;
 #[test]
 fn a_set_aside_workload_returns_when_its_fingerprint_changes() {
     let mut state = QueueState::default();
-    assert!(state.is_active("ns/a", CLOSED));
-    state.set_aside("ns/a", "cq", CLOSED);
-    assert!(!state.is_active("ns/a", CLOSED));
-    assert!(state.is_active("ns/a", OPEN));
-    state.activate("ns/a");
-    assert!(state.is_active("ns/a", CLOSED));
+    assert!(state.is_active(&key("ns/a"), CLOSED));
+    state.set_aside(&key("ns/a"), "cq", CLOSED);
+    assert!(!state.is_active(&key("ns/a"), CLOSED));
+    assert!(state.is_active(&key("ns/a"), OPEN));
+    state.activate(&key("ns/a"));
+    assert!(state.is_active(&key("ns/a"), CLOSED));
 }
 
 #[test]
@@ -37,11 +37,11 @@ fn freed_capacity_requeues_the_queue_and_its_cohort() {
     let _ = b;
 
     let mut state = QueueState::default();
-    state.set_aside("ns/1", "b", OPEN);
-    state.set_aside("ns/2", "lonely", OPEN);
+    state.set_aside(&key("ns/1"), "b", OPEN);
+    state.set_aside(&key("ns/2"), "lonely", OPEN);
     assert_eq!(state.requeue(&grown), 1);
     assert_eq!(state.counts().get("lonely"), Some(&1));
-    state.retain(|k| k != "ns/2");
+    state.retain(|k| *k != "ns/2");
     assert!(state.is_empty());
 }
 

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use baton_crds::WorkloadKey;
 use baton_crds::cluster_queue::{
     ClusterQueuePreemption, FlavorFungibility, QueueingStrategy, ReclaimWithinCohort,
     WithinClusterQueue,
@@ -27,11 +28,16 @@ pub fn now() -> DateTime<Utc> {
     at(10_000)
 }
 
-pub fn workload(key: &str, priority: i32, created: i64, cpu: i128) -> WorkloadModel {
+/// A key from its text, `namespace/name`.
+pub fn key(text: &str) -> WorkloadKey {
+    text.parse().expect("a well-formed test key")
+}
+
+pub fn workload(text: &str, priority: i32, created: i64, cpu: i128) -> WorkloadModel {
     let mut total = Resources::new();
     total.add("cpu", cpu * 1000);
     WorkloadModel {
-        key: key.to_string(),
+        key: key(text),
         namespace: "ns".to_string(),
         priority,
         created: at(created),

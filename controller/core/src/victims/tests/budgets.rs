@@ -1,5 +1,6 @@
 //! Disruption budget arithmetic, selectors and coverage.
 
+use baton_crds::WorkloadKey;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
@@ -143,7 +144,7 @@ fn coverage_counts_pods_per_namespace_including_bystanders() {
     ];
     let mut elsewhere = cand("web", 1);
     elsewhere.namespace = "other".to_string();
-    elsewhere.key = "other/web".to_string();
+    elsewhere.key = WorkloadKey::new("other", "web");
     let candidates = vec![web, elsewhere, cand("db", 1)];
     let bystanders = vec![Bystander {
         namespace: NS.to_string(),

@@ -1,5 +1,6 @@
 //! Properties over random snapshots, checked against independent, naive oracles.
 
+use baton_crds::WorkloadKey;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -56,7 +57,8 @@ fn candidate() -> impl Strategy<Value = (Candidate, Vec<i64>)> {
                 policy.toleration_seconds = seconds;
                 policy.allow_disruption_by_priority_at_least = allow;
                 let candidate = Candidate {
-                    key: String::new(),
+                    // Set once the candidates are numbered.
+                    key: WorkloadKey::new(NAMESPACES[ns], ""),
                     namespace: NAMESPACES[ns].to_string(),
                     priority,
                     admitted_at: at(admitted),
@@ -135,7 +137,7 @@ fn world() -> impl Strategy<Value = World> {
         .prop_map(
             |(preemptor, mut candidates, bystanders, budgets, (free, background, demand, now))| {
                 for (index, (candidate, _)) in candidates.iter_mut().enumerate() {
-                    candidate.key = format!("{}/w{index:02}", candidate.namespace);
+                    candidate.key = WorkloadKey::new(&candidate.namespace, &format!("w{index:02}"));
                 }
                 World {
                     preemptor,
@@ -266,9 +268,9 @@ fn tolerates(c: &Candidate, preemptor: i32, now: DateTime<Utc>) -> bool {
             || now < c.admitted_at + TimeDelta::seconds(c.policy.toleration_seconds))
 }
 
-fn victim_keys(world: &World, selection: &Selection) -> Option<Vec<String>> {
+fn victim_keys(world: &World, selection: &Selection) -> Option<Vec<WorkloadKey>> {
     selection.victims.as_ref().map(|v| {
-        let mut keys: Vec<String> = v
+        let mut keys: Vec<WorkloadKey> = v
             .iter()
             .map(|&i| world.candidates[i].0.key.clone())
             .collect();
@@ -277,7 +279,7 @@ fn victim_keys(world: &World, selection: &Selection) -> Option<Vec<String>> {
     })
 }
 
-fn verdicts_by_key(world: &World, selection: &Selection) -> BTreeMap<String, Verdict> {
+fn verdicts_by_key(world: &World, selection: &Selection) -> BTreeMap<WorkloadKey, Verdict> {
     world
         .candidates
         .iter()

@@ -1,5 +1,6 @@
 //! Builders shared by the table tests: one-dimensional quota, one namespace, readable names.
 
+use baton_crds::WorkloadKey;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -32,7 +33,7 @@ pub(super) fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 /// `app=<name>`.
 pub(super) fn cand(name: &str, priority: i32) -> Candidate {
     Candidate {
-        key: format!("{NS}/{name}"),
+        key: WorkloadKey::new(NS, name),
         namespace: NS.to_string(),
         priority,
         admitted_at: t0(),
@@ -170,7 +171,7 @@ impl Scene {
         Outcome {
             names: candidates
                 .iter()
-                .map(|c| c.key.trim_start_matches("team/").to_string())
+                .map(|c| c.key.as_str().trim_start_matches("team/").to_string())
                 .collect(),
             selection,
         }
