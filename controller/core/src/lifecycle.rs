@@ -597,7 +597,7 @@ fn unreachable_view(cluster: &ClusterView) -> Option<ReplicaView> {
                 .is_some_and(|g| g.state == GateState::Open);
             open.then(|| ReplicaView {
                 cluster: cluster.name.clone(),
-                gate: seen.gate.clone(),
+                gate: seen.gate,
                 signal: None,
                 admitted: false,
                 cost: None,

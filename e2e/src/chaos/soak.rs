@@ -137,7 +137,7 @@ pub async fn run(options: Options) -> anyhow::Result<Report> {
     }
 
     let config = CheckConfig {
-        workers: workers,
+        workers,
         worker_cpus: scale.worker_cpus,
         preemption_timeout: scale.preemption_timeout,
         cluster_names,
@@ -155,7 +155,7 @@ pub async fn run(options: Options) -> anyhow::Result<Report> {
     Ok(Report {
         seed: options.seed,
         scale,
-        workers: workers,
+        workers,
         duration: end - t0,
         figures,
         outcome,
