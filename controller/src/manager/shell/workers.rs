@@ -286,6 +286,20 @@ async fn ask_version(
 
 const NO_ANSWER: &str = "no answer from the API server";
 
+/// A client for the worker, once it answers a cheap request: the list and watches only
+/// start against a live server.
+async fn connect(kubeconfig: &Kubeconfig, pool: &WorkerPool) -> Result<Client, String> {
+    let config = Config::from_custom_kubeconfig(kubeconfig.clone(), &KubeConfigOptions::default())
+        .await
+        .map_err(|e| format!("cannot use kubeconfig: {e}"))?;
+    let client = rate_limited_client(config, &pool.client_limits)?;
+    match ask_version(&client).await {
+        Some(Ok(_)) => Ok(client),
+        Some(Err(e)) => Err(with_causes(&e)),
+        None => Err(NO_ANSWER.to_string()),
+    }
+}
+
 /// Connects, then feeds the replica cache until the worker is judged disconnected (see
 /// [`WatchHealth`]: a watch error alone is retried by the watcher). Returns the failure.
 async fn connect_and_watch(
@@ -296,34 +310,28 @@ async fn connect_and_watch(
     history: &mut Reconnect,
 ) -> Result<(), String> {
     use kube::runtime::WatchStreamExt;
-    let config = Config::from_custom_kubeconfig(kubeconfig.clone(), &KubeConfigOptions::default())
-        .await
-        .map_err(|e| format!("cannot use kubeconfig: {e}"))?;
-    let client = rate_limited_client(config, &pool.client_limits)?;
-    // A cheap request first: the list and watches below only start against a live server.
-    match ask_version(&client).await {
-        Some(Ok(_)) => {}
-        Some(Err(e)) => return Err(with_causes(&e)),
-        None => return Err(NO_ANSWER.to_string()),
-    }
-
-    let replicas = ReplicaCache::default();
+    let client = connect(kubeconfig, pool).await?;
     let selector = format!("{MULTIKUEUE_ORIGIN_LABEL}={}", pool.origin);
     // The copies of manager Jobs are watched beside the replicas, and stop with them.
     let (jobs, job_watch) = watch_jobs(cluster, &client, &selector, &pool.triggers);
     let _job_watch = AbortOnDrop(job_watch);
+    let connected = Connected {
+        client: client.clone(),
+        replicas: ReplicaCache::default(),
+        jobs,
+        recorder: Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: "baton-manager".into(),
+                instance: None,
+            },
+        ),
+    };
     let api: Api<Workload> = Api::all(client.clone());
     // The backoff paces the watcher's own retries while the connection is kept.
     let mut events = watcher(api, watcher::Config::default().labels(&selector))
         .default_backoff()
         .boxed();
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: "baton-manager".into(),
-            instance: None,
-        },
-    );
     let mut health = WatchHealth::default();
     while let Some(event) = events.next().await {
         let event = match event {
@@ -347,32 +355,12 @@ async fn connect_and_watch(
                 }
             }
         };
-        replicas.apply(&event);
+        connected.replicas.apply(&event);
         match &event {
             watcher::Event::InitDone => {
                 history.connected(Utc::now());
                 health.synced();
-                *state.write().unwrap_or_else(|p| p.into_inner()) =
-                    WorkerState::Active(Box::new(Connected {
-                        client: client.clone(),
-                        replicas: replicas.clone(),
-                        jobs: jobs.clone(),
-                        recorder: recorder.clone(),
-                    }));
-                pool.metrics
-                    .cluster_connected
-                    .get_or_create(&Metrics::cluster(cluster))
-                    .set(1);
-                tracing::info!(cluster, "worker cluster connected");
-                write_active(
-                    &pool.manager,
-                    cluster,
-                    ConditionStatus::True,
-                    reason::ACTIVE,
-                    "connected",
-                )
-                .await;
-                pool.triggers.everything();
+                became_active(cluster, state, pool, &connected).await;
             }
             watcher::Event::Apply(obj)
             | watcher::Event::Delete(obj)
@@ -383,6 +371,32 @@ async fn connect_and_watch(
         }
     }
     Ok(())
+}
+
+/// The first full list of replicas is in: the worker is Active, and every workload is
+/// looked at again.
+async fn became_active(
+    cluster: &str,
+    state: &Arc<RwLock<WorkerState>>,
+    pool: &WorkerPool,
+    connected: &Connected,
+) {
+    *state.write().unwrap_or_else(|p| p.into_inner()) =
+        WorkerState::Active(Box::new(connected.clone()));
+    pool.metrics
+        .cluster_connected
+        .get_or_create(&Metrics::cluster(cluster))
+        .set(1);
+    tracing::info!(cluster, "worker cluster connected");
+    write_active(
+        &pool.manager,
+        cluster,
+        ConditionStatus::True,
+        reason::ACTIVE,
+        "connected",
+    )
+    .await;
+    pool.triggers.everything();
 }
 
 /// Aborts a background task when dropped.
