@@ -286,9 +286,10 @@ pub struct WorkloadStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduling_stats: Option<SchedulingStats>,
 
-    /// Worker clusters the manager currently dispatches the workload to.
+    /// Worker clusters the manager currently dispatches the workload to (at most 100, as a
+    /// MultiKueueConfig; upstream Kueue: 20).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 20), inner(length(max = 256)), extend("x-kubernetes-list-type" = "atomic"))]
+    #[schemars(length(max = 100), inner(length(max = 256)), extend("x-kubernetes-list-type" = "atomic"))]
     pub nominated_cluster_names: Vec<String>,
 
     /// The worker cluster where the workload was admitted.
