@@ -3,6 +3,7 @@
 //! run against is the `baton-testbed` crate.
 
 pub mod api_work;
+pub mod bench;
 pub mod chaos;
 pub mod chart;
 pub mod demo;

@@ -62,7 +62,7 @@ pub mod cost {
 
 /// Requests a cluster served, by kind ([`TestCluster::request_counts`]).
 pub mod request_counts {
-    pub use super::http::request_counts::{RequestCounts, RequestKind, difference};
+    pub use super::http::request_counts::{OpenWatches, RequestCounts, RequestKind, difference};
 }
 
 /// Errors starting or controlling a testbed cluster.
@@ -178,6 +178,11 @@ impl TestCluster {
     /// The requests this cluster served, by client, verb and resource.
     pub fn request_counts(&self) -> &request_counts::RequestCounts {
         &self.state.requests
+    }
+
+    /// The watch streams this cluster holds open now, by client and resource.
+    pub fn open_watches(&self) -> &request_counts::OpenWatches {
+        &self.state.watches
     }
 
     /// Caps how long a deleted pod takes to go (`ClusterOptions::termination_grace_cap`).

@@ -8,7 +8,7 @@ use crate::server::http::cost::Cost;
 use crate::server::http::faults::Faults;
 use crate::server::http::rbac::PolicyCache;
 use crate::server::http::rbac::{self, Attributes, Decision};
-use crate::server::http::request_counts::RequestCounts;
+use crate::server::http::request_counts::{OpenWatches, RequestCounts};
 use crate::server::storage::store::Store;
 
 /// Tunables of one cluster.
@@ -51,6 +51,8 @@ pub struct ClusterState {
     pub cost: Cost,
     /// Requests served, by client, verb and resource.
     pub requests: RequestCounts,
+    /// Watch streams open now, by client and resource.
+    pub watches: OpenWatches,
     /// Bumped to end every open watch (as an API server restart does).
     pub watch_epoch: tokio::sync::watch::Sender<u64>,
     /// The compiled RBAC policy (only service-account and impersonated requests use it).
@@ -72,6 +74,7 @@ impl ClusterState {
             faults: Faults::default(),
             cost: Cost::default(),
             requests: RequestCounts::default(),
+            watches: OpenWatches::default(),
             watch_epoch,
             rbac: PolicyCache::default(),
             jobs,

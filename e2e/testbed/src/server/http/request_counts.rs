@@ -23,16 +23,21 @@ pub struct RequestKind {
     pub resource: String,
 }
 
+/// The User-Agent's product (before the first `/`), or `-` without one.
+pub fn client_of(headers: &HeaderMap) -> String {
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|ua| ua.split('/').next())
+        .filter(|c| !c.is_empty())
+        .unwrap_or("-")
+        .to_string()
+}
+
 impl RequestKind {
     /// Classifies a request from its method, URI and headers (pure).
     pub fn of(method: &Method, uri: &Uri, headers: &HeaderMap) -> Self {
-        let client = headers
-            .get(header::USER_AGENT)
-            .and_then(|h| h.to_str().ok())
-            .and_then(|ua| ua.split('/').next())
-            .filter(|c| !c.is_empty())
-            .unwrap_or("-")
-            .to_string();
+        let client = client_of(headers);
         let path = uri.path();
         let watch_path = without_watch_segment(path);
         let watch_param = uri
@@ -109,6 +114,39 @@ impl RequestCounts {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<RequestKind, u64>> {
         self.counts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The watches a cluster holds open now, by client (as [`RequestKind::client`]) and resource
+/// (`plural`): a watch counts from its start until its stream ends (timeout, the client
+/// gone, or every watch ended at once).
+#[derive(Debug, Default)]
+pub struct OpenWatches {
+    open: Mutex<BTreeMap<(String, String), usize>>,
+}
+
+impl OpenWatches {
+    pub fn opened(&self, key: &(String, String)) {
+        *self.lock().entry(key.clone()).or_default() += 1;
+    }
+
+    pub fn closed(&self, key: &(String, String)) {
+        let mut open = self.lock();
+        if let Some(n) = open.get_mut(key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                open.remove(key);
+            }
+        }
+    }
+
+    /// The watches open now, by (client, resource).
+    pub fn snapshot(&self) -> BTreeMap<(String, String), usize> {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, String), usize>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -225,5 +263,18 @@ mod tests {
         assert_eq!(d.get(&a), Some(&1));
         assert_eq!(d.get(&b), Some(&2));
         assert_eq!(difference(&d, &d).len(), 0);
+    }
+
+    #[test]
+    fn open_watches_count_up_and_down() {
+        let open = OpenWatches::default();
+        let key = ("baton".to_string(), "workloads".to_string());
+        open.opened(&key);
+        open.opened(&key);
+        open.closed(&key);
+        assert_eq!(open.snapshot().get(&key), Some(&1));
+        open.closed(&key);
+        open.closed(&key);
+        assert!(open.snapshot().is_empty());
     }
 }

@@ -20,6 +20,7 @@ use crate::server::api::meta;
 use crate::server::api::resource::ResourceType;
 use crate::server::http::cluster::ClusterState;
 use crate::server::http::list_options::{ListQuery, object_bytes};
+use crate::server::http::request_counts::client_of;
 use crate::server::http::route::Params;
 use crate::server::http::table;
 use crate::server::kinds::ops;
@@ -188,6 +189,25 @@ fn start(store: &Store, watcher: &Watcher) -> Result<(Vec<Bytes>, u64), ApiError
     }
 }
 
+/// Counts a watch as open in its cluster's [`ClusterState::watches`] while it lives.
+struct Held {
+    cluster: Arc<ClusterState>,
+    key: (String, String),
+}
+
+impl Held {
+    fn new(cluster: Arc<ClusterState>, key: (String, String)) -> Self {
+        cluster.watches.opened(&key);
+        Self { cluster, key }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.cluster.watches.closed(&self.key);
+    }
+}
+
 /// Starts a watch; the response streams one JSON event per line.
 pub fn serve(
     cluster: Arc<ClusterState>,
@@ -226,7 +246,12 @@ pub fn serve(
     };
     let mut epoch = cluster.watch_epoch.subscribe();
     let interval = cluster.options.bookmark_interval;
+    let held = Held::new(
+        cluster.clone(),
+        (client_of(headers), watcher.rt.plural.clone()),
+    );
     tokio::spawn(async move {
+        let _held = held;
         for line in initial {
             if tx.send((None, line)).await.is_err() {
                 return;
