@@ -24,11 +24,6 @@ pub fn future_open_time(replica: &CachedReplica, now: DateTime<Utc>) -> Option<D
         })
 }
 
-/// The replica as the manager observes it: its Open gate's time replaced by `at`.
-pub fn with_open_time(replica: CachedReplica, at: DateTime<Utc>) -> CachedReplica {
-    replica.with_open_time(at)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,7 +70,7 @@ mod tests {
 
     #[test]
     fn the_observed_time_replaces_the_stored_one() {
-        let r = with_open_time(replica(GateState::Open, 100), at(3));
+        let r = replica(GateState::Open, 100).with_open_time(at(3));
         let gate = r.gate().expect("gate");
         assert_eq!(gate.since, Some(at(3)));
         assert_eq!(gate.state, GateState::Open);

@@ -223,7 +223,7 @@ impl Context {
                 now
             }
         };
-        gate_clock::with_open_time(replica, first_seen)
+        replica.with_open_time(first_seen)
     }
 
     /// The route's clusters (those with a MultiKueueCluster) and our replicas on the connected ones.
