@@ -4,6 +4,7 @@ pub mod admission;
 pub mod cli;
 pub mod config;
 pub mod crds_cmd;
+pub mod events;
 pub mod http;
 pub mod jobs;
 pub mod leader;

@@ -64,6 +64,8 @@ pub struct Metrics {
     pub scheduling_cycle_duration: Histogram,
     pub class_annotation_errors: Family<ClassLabel, Counter>,
     pub status_write_conflicts: Counter,
+    /// Events the full publishing queue turned away (see [`crate::events`]).
+    pub events_dropped: Counter,
 }
 
 impl Default for Metrics {
@@ -105,6 +107,7 @@ impl Metrics {
             scheduling_cycle_duration: Histogram::new(exponential_buckets(0.0001, 2.0, 18)),
             class_annotation_errors: Family::default(),
             status_write_conflicts: Counter::default(),
+            events_dropped: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -156,6 +159,11 @@ impl Metrics {
             "preemption_gate_open_delay_seconds",
             "Time from a replica's first gated signal to its gate being opened",
             m.gate_open_delay.clone(),
+        );
+        registry.register(
+            "events_dropped",
+            "Events not published because the publishing queue was full",
+            m.events_dropped.clone(),
         );
         registry.register(
             "preemption_gate_timeouts",

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
+use crate::events::{Events, Reporter};
 use kube::Client;
 use kube::api::Api;
-use kube::runtime::events::{Recorder, Reporter};
 use tokio::sync::mpsc;
 
 use super::jobs;
@@ -55,7 +55,7 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
         shutdown.clone(),
     ));
     let shell = Shell {
-        recorder: recorder(&client),
+        recorder: recorder(&client, &metrics),
         client,
         metrics,
         caches,
@@ -108,13 +108,14 @@ fn watch_caches(
 }
 
 /// The worker's event recorder.
-fn recorder(client: &Client) -> Recorder {
-    Recorder::new(
+fn recorder(client: &Client, metrics: &crate::metrics::Metrics) -> Events {
+    Events::start(
         client.clone(),
         Reporter {
             controller: "baton-worker".into(),
             instance: std::env::var("POD_NAME").ok(),
         },
+        metrics.events_dropped.clone(),
     )
 }
 

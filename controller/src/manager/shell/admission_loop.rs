@@ -13,11 +13,11 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::Client;
 use kube::api::Api;
-use kube::runtime::events::Recorder;
 use tokio::sync::mpsc;
 
 use crate::admission::scheduler::{Caches, LoopState, Role, Scope, Shell, Wakeups, cycle};
 use crate::admission::status::Holding;
+use crate::events::Events;
 use crate::manager::plan::queues::{QueueObjects, check_activity, queue_activity};
 use crate::manager::shell::stores::ManagerStores;
 use crate::metrics::Metrics;
@@ -47,7 +47,7 @@ pub fn manager_scope(stores: &ManagerStores) -> Scope {
 pub async fn run(
     client: Client,
     stores: ManagerStores,
-    recorder: Recorder,
+    recorder: Events,
     metrics: Arc<Metrics>,
     wake: mpsc::UnboundedSender<()>,
     woken: mpsc::UnboundedReceiver<()>,

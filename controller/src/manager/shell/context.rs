@@ -9,11 +9,11 @@ use baton_crds::WorkloadKey;
 use baton_crds::workload::Workload;
 use chrono::{DateTime, Utc};
 use kube::runtime::controller::Action;
-use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 
 use crate::config::Configuration;
+use crate::events::Events;
 use crate::manager::plan::gate_clock;
 use crate::manager::plan::lifecycle::{ClusterState, ClusterView, LastKnown, LifecycleConfig};
 use crate::manager::plan::replica::CachedReplica;
@@ -56,7 +56,7 @@ pub struct Context {
     pub stores: ManagerStores,
     pub pool: WorkerPool,
     pub metrics: Arc<Metrics>,
-    pub recorder: Recorder,
+    pub recorder: Events,
     /// Workloads with a replica waiting for its gate (for the gauge).
     pub gated: Mutex<HashSet<WorkloadKey>>,
     /// Gates we opened that the worker caches may not show yet: (cluster, workload) →

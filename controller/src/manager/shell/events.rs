@@ -35,11 +35,5 @@ pub async fn publish(
         secondary,
     };
     // Events never hold up a decision: they are written in the background.
-    let recorder = ctx.recorder.clone();
-    let reference = wl.object_ref(&());
-    tokio::spawn(async move {
-        if let Err(e) = recorder.publish(&event, &reference).await {
-            tracing::debug!(error = %e, "cannot publish event");
-        }
-    });
+    ctx.recorder.publish(event, wl.object_ref(&()));
 }

@@ -253,11 +253,5 @@ fn publish(ctx: &Context, job: &Job, type_: EventType, reason: &str, note: Strin
         action: reason.to_string(),
         secondary: None,
     };
-    let recorder = ctx.recorder.clone();
-    let reference = job.object_ref(&());
-    tokio::spawn(async move {
-        if let Err(e) = recorder.publish(&event, &reference).await {
-            tracing::debug!(error = %e, "cannot publish event");
-        }
-    });
+    ctx.recorder.publish(event, job.object_ref(&()));
 }

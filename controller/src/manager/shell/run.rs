@@ -13,14 +13,14 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Preconditions};
 use kube::runtime::WatchStreamExt;
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{Controller, watcher};
+use kube::runtime::{Controller, controller, watcher};
 use kube::{Client, ResourceExt};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use crate::config::Configuration;
+use crate::events::{Events, Reporter};
 use crate::leader;
 use crate::manager::plan::kubeconfig::{KubeconfigProblem, vet};
 use crate::manager::shell::admission_loop;
@@ -33,6 +33,14 @@ use crate::manager::shell::stores::{ManagerStores, strip_manager_workload};
 use crate::manager::shell::workers::{Triggers, WorkerPool};
 use crate::shutdown::Shutdown;
 use crate::watch::{Watchable, cache, spec_cache, strip_managed_fields, synced};
+
+/// Reconciles in flight at once, per controller. Unbounded, a burst of 10,000 new workloads
+/// started thousands at once: each held its parsed responses and its own connection to every
+/// worker (hyper opens one per concurrent HTTP/1 request), about 100 MB at the peak, while
+/// the API servers, not the manager, set the pace. 64 keeps every worker's requests
+/// pipelined (a reconcile waits mostly on the network) and the connections per worker below
+/// 64.
+const RECONCILE_CONCURRENCY: u16 = 64;
 
 /// What wakes the controllers and the loops: the senders, shared by every task.
 #[derive(Clone)]
@@ -185,12 +193,13 @@ fn new_context(
         stores: stores.clone(),
         pool: pool.clone(),
         metrics: metrics.clone(),
-        recorder: Recorder::new(
+        recorder: Events::start(
             client.clone(),
             Reporter {
                 controller: "baton-manager".into(),
                 instance: std::env::var("POD_NAME").ok(),
             },
+            metrics.events_dropped.clone(),
         ),
         gated: Mutex::new(HashSet::new()),
         opened: Mutex::new(HashMap::new()),
@@ -282,6 +291,7 @@ async fn run_controllers(
     shutdown: Shutdown,
 ) {
     let workloads_running = controller
+        .with_config(controller::Config::default().concurrency(RECONCILE_CONCURRENCY))
         .reconcile_on(UnboundedReceiverStream::new(woken.refs))
         .reconcile_all_on(UnboundedReceiverStream::new(woken.all))
         .graceful_shutdown_on(shutdown.clone().requested())
@@ -298,6 +308,7 @@ async fn run_controllers(
         watcher::Config::default().labels(QUEUE_NAME_LABEL),
         strip_managed_fields,
     )
+    .with_config(controller::Config::default().concurrency(RECONCILE_CONCURRENCY))
     .reconcile_on(UnboundedReceiverStream::new(woken.jobs))
     .graceful_shutdown_on(shutdown.requested())
     .run(job_controller::reconcile, error_policy, context)

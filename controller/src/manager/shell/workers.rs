@@ -19,7 +19,6 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Client, Config};
@@ -27,6 +26,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
 use crate::config::ClientConfig;
+use crate::events::{Events, Reporter};
 use crate::manager::plan::connection::reconnect::{Reconnect, Retry};
 use crate::manager::plan::connection::watch_health::{Probe, Verdict, WatchHealth, with_causes};
 use crate::manager::plan::kubeconfig::KubeconfigProblem;
@@ -53,7 +53,7 @@ pub struct Connected {
     pub replicas: ReplicaCache,
     /// Our copies of manager Jobs on this worker (scoped by the origin label).
     pub jobs: Store<Job>,
-    pub recorder: Recorder,
+    pub recorder: Events,
 }
 
 /// Signals to the manager's reconcilers: a replica with this namespace/name changed on some
@@ -319,12 +319,13 @@ async fn connect_and_watch(
         client: client.clone(),
         replicas: ReplicaCache::default(),
         jobs,
-        recorder: Recorder::new(
+        recorder: Events::start(
             client.clone(),
             Reporter {
                 controller: "baton-manager".into(),
                 instance: None,
             },
+            pool.metrics.events_dropped.clone(),
         ),
     };
     let api: Api<Workload> = Api::all(client.clone());

@@ -9,12 +9,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::events::{Event, Events, Reporter};
 use baton_crds::{ResourceFlavor, Workload, WorkloadKey};
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::runtime::events::{Event, Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
@@ -47,7 +47,7 @@ pub struct JobCaches {
 
 struct Shell {
     client: Client,
-    recorder: Recorder,
+    recorder: Events,
     metrics: Arc<Metrics>,
     caches: JobCaches,
     wake: mpsc::UnboundedSender<()>,
@@ -86,12 +86,13 @@ pub async fn run(
         _ = &mut stop => return,
     }
     tracing::info!("Job cache synced; reconciling Jobs");
-    let recorder = Recorder::new(
+    let recorder = Events::start(
         client.clone(),
         Reporter {
             controller: "baton-worker".into(),
             instance: std::env::var("POD_NAME").ok(),
         },
+        metrics.events_dropped.clone(),
     );
     let shell = Shell {
         client,
@@ -414,8 +415,6 @@ async fn send(client: &Client, write: &JobWrite) -> Result<(), kube::Error> {
 
 /// Publishes an event on the Job in the background: events never hold up a write.
 fn publish(shell: &Shell, job: &Job, event: JobEvent) {
-    let recorder = shell.recorder.clone();
-    let reference = job.object_ref(&());
     let event = Event {
         type_: event.type_,
         reason: event.reason.to_string(),
@@ -423,9 +422,5 @@ fn publish(shell: &Shell, job: &Job, event: JobEvent) {
         action: event.reason.to_string(),
         secondary: None,
     };
-    tokio::spawn(async move {
-        if let Err(e) = recorder.publish(&event, &reference).await {
-            tracing::debug!(error = %e, "cannot publish event");
-        }
-    });
+    shell.recorder.publish(event, job.object_ref(&()));
 }

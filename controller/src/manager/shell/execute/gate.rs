@@ -149,12 +149,7 @@ fn tell_replica(worker: &Connected, written: &Workload) {
         action: "OpenGate".into(),
         secondary: None,
     };
-    let (recorder, reference) = (worker.recorder.clone(), written.object_ref(&()));
-    tokio::spawn(async move {
-        if let Err(e) = recorder.publish(&event, &reference).await {
-            tracing::debug!(error = %e, "cannot publish event on replica");
-        }
-    });
+    worker.recorder.publish(event, written.object_ref(&()));
 }
 
 #[cfg(test)]
