@@ -1,20 +1,20 @@
 //! Which worker clusters a manager Workload goes to: LocalQueue → ClusterQueue →
 //! AdmissionCheck (`controllerName: kueue.x-k8s.io/multikueue`) → MultiKueueConfig.
 
-use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use baton_crds::constants::MULTIKUEUE_CONTROLLER_NAME;
 use baton_crds::workload::Workload;
 use baton_crds::{AdmissionCheck, ClusterQueue, LocalQueue, MultiKueueConfig};
 use kube::ResourceExt;
 
-/// The objects routing reads, keyed by name (LocalQueues by `namespace/name`).
-#[derive(Default, Clone)]
-pub struct RoutingSnapshot {
-    pub local_queues: BTreeMap<String, LocalQueue>,
-    pub cluster_queues: BTreeMap<String, ClusterQueue>,
-    pub admission_checks: BTreeMap<String, AdmissionCheck>,
-    pub configs: BTreeMap<String, MultiKueueConfig>,
+/// The objects routing reads, looked up by name: only one workload's queue chain is read,
+/// so a reconcile copies nothing (the manager's watch caches answer with shared objects).
+pub trait RoutingObjects {
+    fn local_queue(&self, namespace: &str, name: &str) -> Option<Arc<LocalQueue>>;
+    fn cluster_queue(&self, name: &str) -> Option<Arc<ClusterQueue>>;
+    fn admission_check(&self, name: &str) -> Option<Arc<AdmissionCheck>>;
+    fn config(&self, name: &str) -> Option<Arc<MultiKueueConfig>>;
 }
 
 /// Where a MultiKueue workload is dispatched.
@@ -42,62 +42,69 @@ pub enum RouteError {
     MissingConfig { check: String, config: String },
 }
 
-impl RoutingSnapshot {
-    /// `Ok(None)`: not a MultiKueue workload (no queue, or its ClusterQueue has no
-    /// MultiKueue check).
-    pub fn route(&self, workload: &Workload) -> Result<Option<Route>, RouteError> {
-        let Some(queue) = workload.spec.queue_name.as_deref() else {
-            return Ok(None);
+/// The route of `workload`: LocalQueue → ClusterQueue → its first AdmissionCheck with the
+/// MultiKueue controller → that check's MultiKueueConfig. `Ok(None)`: not a MultiKueue
+/// workload (no queue, or its ClusterQueue has no MultiKueue check).
+pub fn route(
+    objects: &impl RoutingObjects,
+    workload: &Workload,
+) -> Result<Option<Route>, RouteError> {
+    let Some(queue) = workload.spec.queue_name.as_deref() else {
+        return Ok(None);
+    };
+    let namespace = workload.namespace().unwrap_or_default();
+    let local_queue = objects
+        .local_queue(&namespace, queue)
+        .ok_or_else(|| RouteError::MissingLocalQueue(format!("{namespace}/{queue}")))?;
+    let cq_name =
+        local_queue.spec.cluster_queue.as_deref().ok_or_else(|| {
+            RouteError::LocalQueueWithoutClusterQueue(format!("{namespace}/{queue}"))
+        })?;
+    let cluster_queue = objects
+        .cluster_queue(cq_name)
+        .ok_or_else(|| RouteError::MissingClusterQueue(cq_name.to_string()))?;
+    let check_names = cluster_queue
+        .spec
+        .admission_checks_strategy
+        .iter()
+        .flat_map(|s| s.admission_checks.iter().map(|c| c.name.as_str()));
+    for check_name in check_names {
+        let Some(check) = objects.admission_check(check_name) else {
+            continue;
         };
-        let key = format!("{}/{queue}", workload.namespace().unwrap_or_default());
-        let local_queue = self
-            .local_queues
-            .get(&key)
-            .ok_or_else(|| RouteError::MissingLocalQueue(key.clone()))?;
-        let cq_name = local_queue
-            .spec
-            .cluster_queue
-            .as_deref()
-            .ok_or_else(|| RouteError::LocalQueueWithoutClusterQueue(key.clone()))?;
-        let cluster_queue = self
-            .cluster_queues
-            .get(cq_name)
-            .ok_or_else(|| RouteError::MissingClusterQueue(cq_name.to_string()))?;
-        let check_names = cluster_queue
-            .spec
-            .admission_checks_strategy
-            .iter()
-            .flat_map(|s| s.admission_checks.iter().map(|c| c.name.clone()));
-        for check_name in check_names {
-            let Some(check) = self.admission_checks.get(&check_name) else {
-                continue;
-            };
-            if check.spec.controller_name != MULTIKUEUE_CONTROLLER_NAME {
-                continue;
-            }
-            let params = check
-                .spec
-                .parameters
-                .as_ref()
-                .filter(|p| p.kind == "MultiKueueConfig")
-                .ok_or_else(|| RouteError::MissingParameters {
-                    check: check_name.clone(),
-                })?;
-            let config =
-                self.configs
-                    .get(&params.name)
-                    .ok_or_else(|| RouteError::MissingConfig {
-                        check: check_name.clone(),
-                        config: params.name.clone(),
-                    })?;
-            return Ok(Some(Route {
-                check: check_name,
-                config: params.name.clone(),
-                clusters: config.spec.clusters.clone(),
-            }));
+        if check.spec.controller_name != MULTIKUEUE_CONTROLLER_NAME {
+            continue;
         }
-        Ok(None)
+        return multikueue_route(objects, check_name, &check).map(Some);
     }
+    Ok(None)
+}
+
+/// The route through MultiKueue check `check`.
+fn multikueue_route(
+    objects: &impl RoutingObjects,
+    check_name: &str,
+    check: &AdmissionCheck,
+) -> Result<Route, RouteError> {
+    let params = check
+        .spec
+        .parameters
+        .as_ref()
+        .filter(|p| p.kind == "MultiKueueConfig")
+        .ok_or_else(|| RouteError::MissingParameters {
+            check: check_name.to_string(),
+        })?;
+    let config = objects
+        .config(&params.name)
+        .ok_or_else(|| RouteError::MissingConfig {
+            check: check_name.to_string(),
+            config: params.name.clone(),
+        })?;
+    Ok(Route {
+        check: check_name.to_string(),
+        config: params.name.clone(),
+        clusters: config.spec.clusters.clone(),
+    })
 }
 
 #[cfg(test)]
@@ -110,6 +117,39 @@ mod tests {
     use baton_crds::local_queue::LocalQueueSpec;
     use baton_crds::multikueue::MultiKueueConfigSpec;
     use baton_crds::workload::WorkloadSpec;
+    use std::collections::BTreeMap;
+
+    /// The objects by name (LocalQueues by `namespace/name`).
+    #[derive(Default, Clone)]
+    struct RoutingSnapshot {
+        local_queues: BTreeMap<String, Arc<LocalQueue>>,
+        cluster_queues: BTreeMap<String, Arc<ClusterQueue>>,
+        admission_checks: BTreeMap<String, Arc<AdmissionCheck>>,
+        configs: BTreeMap<String, Arc<MultiKueueConfig>>,
+    }
+
+    impl RoutingObjects for RoutingSnapshot {
+        fn local_queue(&self, namespace: &str, name: &str) -> Option<Arc<LocalQueue>> {
+            self.local_queues
+                .get(&format!("{namespace}/{name}"))
+                .cloned()
+        }
+        fn cluster_queue(&self, name: &str) -> Option<Arc<ClusterQueue>> {
+            self.cluster_queues.get(name).cloned()
+        }
+        fn admission_check(&self, name: &str) -> Option<Arc<AdmissionCheck>> {
+            self.admission_checks.get(name).cloned()
+        }
+        fn config(&self, name: &str) -> Option<Arc<MultiKueueConfig>> {
+            self.configs.get(name).cloned()
+        }
+    }
+
+    impl RoutingSnapshot {
+        fn route(&self, workload: &Workload) -> Result<Option<Route>, RouteError> {
+            route(self, workload)
+        }
+    }
 
     fn snapshot() -> RoutingSnapshot {
         let mut lq = LocalQueue::new(
@@ -164,10 +204,13 @@ mod tests {
             },
         );
         RoutingSnapshot {
-            local_queues: BTreeMap::from([("default/user-queue".to_string(), lq)]),
-            cluster_queues: BTreeMap::from([("cq".to_string(), cq)]),
-            admission_checks: BTreeMap::from([("prov".to_string(), prov), ("mk".to_string(), mk)]),
-            configs: BTreeMap::from([("workers".to_string(), config)]),
+            local_queues: BTreeMap::from([("default/user-queue".to_string(), Arc::new(lq))]),
+            cluster_queues: BTreeMap::from([("cq".to_string(), Arc::new(cq))]),
+            admission_checks: BTreeMap::from([
+                ("prov".to_string(), Arc::new(prov)),
+                ("mk".to_string(), Arc::new(mk)),
+            ]),
+            configs: BTreeMap::from([("workers".to_string(), Arc::new(config))]),
         }
     }
 

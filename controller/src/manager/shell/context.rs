@@ -1,25 +1,28 @@
 //! What the manager's reconcilers read and write through: the caches, the worker pool, the
-//! metrics, the event recorder, and the memory of gates opened but not yet in the caches.
+//! metrics, the event recorder, and the memories of what the manager wrote (gates opened,
+//! Workloads written, replicas created or deleted) that the caches may not show yet.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use baton_crds::WorkloadKey;
 use baton_crds::workload::Workload;
 use chrono::{DateTime, Utc};
+use kube::Client;
+use kube::ResourceExt;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{Client, Resource, ResourceExt};
+use kube::runtime::reflector::ObjectRef;
 
 use crate::config::Configuration;
 use crate::events::Events;
 use crate::manager::plan::gate_clock;
 use crate::manager::plan::lifecycle::{ClusterState, ClusterView, LastKnown, LifecycleConfig};
 use crate::manager::plan::replica::CachedReplica;
-use crate::manager::plan::routing::{Route, RoutingSnapshot};
+use crate::manager::plan::routing::Route;
+use crate::manager::shell::memory::Memory;
 use crate::manager::shell::stores::{ManagerStores, stripped_manager_workload};
-use crate::manager::shell::workers::{WorkerPool, WorkerState};
+use crate::manager::shell::workers::{Connected, WorkerPool, WorkerState};
 use crate::metrics::{ErrorLabel, Metrics};
 
 /// A reconcile that could not finish; it is retried.
@@ -49,6 +52,101 @@ pub type Written<T> = (Option<String>, T);
 /// An Open gate stamped in the future: (the stamp, when the manager first saw it).
 pub type FutureGate = (DateTime<Utc>, DateTime<Utc>);
 
+/// A replica on a worker: (cluster, its workload).
+type ReplicaId = (String, WorkloadKey);
+
+/// How long a created replica stands in for one the worker's cache does not show yet.
+const CREATED_MEMORY: Duration = Duration::from_secs(10);
+
+/// How long a deleted replica's uid is remembered. Deleting the same uid again can achieve
+/// nothing the first deletion did not, so the bound only limits the memory.
+const DELETED_MEMORY: Duration = Duration::from_secs(60);
+
+/// How long an opened gate stands in for the replica its worker's cache does not show yet:
+/// far beyond any watch's lag. A watch that lags longer is broken and its worker is soon
+/// Down, and a Down worker's gates are read from its last known cache, never from here.
+const OPENED_MEMORY: Duration = Duration::from_secs(300);
+
+/// How long a written manager Workload stands in for the cached one. Forgetting it early
+/// costs one refused (409) write; each entry holds a whole (stripped) Workload, and the last
+/// write before a workload's deletion is never read again.
+const WRITTEN_MEMORY: Duration = Duration::from_secs(60);
+
+/// How long a gate stamped in the future is remembered after it was last seen so stamped:
+/// longer than the 300 s between two passes of an idle workload, so a stamp still in the
+/// future keeps the time the manager first saw it.
+const FUTURE_GATE_MEMORY: Duration = Duration::from_secs(900);
+
+/// What the manager wrote, or saw, that its caches may not show yet. Each entry expires
+/// by age ([`Memory`]); live ones are never wiped by the number of others.
+#[derive(Debug)]
+pub struct Memories {
+    /// Gates we opened: (cluster, workload) → (the replica's resourceVersion before the
+    /// write, the written replica). Without it a reconcile right after an opening could see
+    /// the gate still Closed and open a second cluster's gate.
+    opened: Mutex<Memory<ReplicaId, Written<CachedReplica>>>,
+    /// Manager Workloads we wrote.
+    written: Mutex<Memory<WorkloadKey, Written<Arc<Workload>>>>,
+    /// Open gates stamped in the future (see [`gate_clock`]): (cluster, workload) → (the
+    /// stamp, when the manager first saw it).
+    future_gates: Mutex<Memory<ReplicaId, FutureGate>>,
+    /// Replicas we created: (cluster, workload) → the created replica. Without it a pass
+    /// right after a creation (woken by another worker's cache) would create the replica
+    /// again and be refused (409): two requests for nothing.
+    created: Mutex<Memory<ReplicaId, CachedReplica>>,
+    /// Replicas we deleted, or found gone (404): (cluster, workload, uid). Without it every
+    /// pass while the worker's cache still shows the replica would delete it again.
+    deleted: Mutex<DeletedReplicas>,
+}
+
+impl Default for Memories {
+    fn default() -> Self {
+        Self {
+            opened: Mutex::new(Memory::new(OPENED_MEMORY)),
+            written: Mutex::new(Memory::new(WRITTEN_MEMORY)),
+            future_gates: Mutex::new(Memory::new(FUTURE_GATE_MEMORY)),
+            created: Mutex::new(Memory::new(CREATED_MEMORY)),
+            deleted: Mutex::new(DeletedReplicas::default()),
+        }
+    }
+}
+
+/// Replicas deleted lately, by (cluster, workload, uid). A replica of the same workload
+/// with another uid is another object: it is not remembered here.
+#[derive(Debug)]
+pub struct DeletedReplicas(Memory<(String, WorkloadKey, String), ()>);
+
+impl Default for DeletedReplicas {
+    fn default() -> Self {
+        Self(Memory::new(DELETED_MEMORY))
+    }
+}
+
+impl DeletedReplicas {
+    /// Remembers that replica `uid` of `workload` on `cluster` is deleted (or was gone).
+    pub fn remember(&mut self, cluster: &str, workload: &WorkloadKey, uid: &str, now: Instant) {
+        let id = (cluster.to_string(), workload.clone(), uid.to_string());
+        self.0.insert(id, (), now);
+    }
+
+    /// Whether replica `uid` of `workload` on `cluster` was deleted lately.
+    pub fn lately(
+        &mut self,
+        cluster: &str,
+        workload: &WorkloadKey,
+        uid: &str,
+        now: Instant,
+    ) -> bool {
+        let id = (cluster.to_string(), workload.clone(), uid.to_string());
+        self.0.get(&id, now).is_some()
+    }
+}
+
+/// Locks a memory; a panic elsewhere while it was held leaves it usable.
+fn lock<T>(memory: &Mutex<T>) -> MutexGuard<'_, T> {
+    memory.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The caches and clients the reconciler reads and writes through.
 pub struct Context {
     pub client: Client,
@@ -59,16 +157,8 @@ pub struct Context {
     pub recorder: Events,
     /// Workloads with a replica waiting for its gate (for the gauge).
     pub gated: Mutex<HashSet<WorkloadKey>>,
-    /// Gates we opened that the worker caches may not show yet: (cluster, workload) →
-    /// (the replica's resourceVersion before the write, the written replica). Without it a
-    /// reconcile right after an opening could see the gate still Closed and open a second
-    /// cluster's gate.
-    pub opened: Mutex<HashMap<(String, WorkloadKey), Written<CachedReplica>>>,
-    /// Manager Workloads we wrote that the cache may not show yet.
-    pub written: Mutex<HashMap<WorkloadKey, Written<Workload>>>,
-    /// Open gates stamped in the future (see [`gate_clock`]): (cluster, `ns/name`) → (the
-    /// stamp, when the manager first saw it).
-    pub future_gates: Mutex<HashMap<(String, WorkloadKey), FutureGate>>,
+    /// What we wrote that the caches may not show yet.
+    pub memories: Memories,
     /// Told after every reconcile: the queues' counts may have changed.
     pub queues_changed: Arc<tokio::sync::Notify>,
     /// Wakes the Job reconciler for the Job owning a Workload. The Workload reconciler
@@ -76,17 +166,7 @@ pub struct Context {
     /// the Workloads could come before that cache does, and the Job would read stale state.
     pub job_wakeups:
         tokio::sync::mpsc::UnboundedSender<ObjectRef<k8s_openapi::api::batch::v1::Job>>,
-    /// Wakes the admission loop (manager-side quota): a Workload changed.
-    pub admission_wake: tokio::sync::mpsc::UnboundedSender<()>,
-    /// Replicas we created that the worker caches may not show yet: (cluster, workload) →
-    /// (when, the created replica). Without it a pass right after a creation (woken by
-    /// another worker's cache) would create the replica again and be refused (409): two
-    /// requests for nothing.
-    pub created: Mutex<HashMap<(String, WorkloadKey), (std::time::Instant, CachedReplica)>>,
 }
-
-/// How long a created replica stands in for one the worker's cache does not show yet.
-const CREATED_MEMORY: Duration = Duration::from_secs(10);
 
 impl Context {
     pub fn lifecycle_config(&self) -> LifecycleConfig {
@@ -99,84 +179,61 @@ impl Context {
         }
     }
 
-    pub fn routing(&self) -> RoutingSnapshot {
-        fn by_name<K: Resource<DynamicType = ()> + Clone>(
-            store: &Store<K>,
-            namespaced: bool,
-        ) -> BTreeMap<String, K> {
-            store
-                .state()
-                .iter()
-                .map(|o| {
-                    let key = match (namespaced, o.meta().namespace.as_deref()) {
-                        (true, Some(ns)) => {
-                            format!("{ns}/{}", o.meta().name.clone().unwrap_or_default())
-                        }
-                        _ => o.meta().name.clone().unwrap_or_default(),
-                    };
-                    (key, (**o).clone())
-                })
-                .collect()
-        }
-        RoutingSnapshot {
-            local_queues: by_name(&self.stores.local_queues, true),
-            cluster_queues: by_name(&self.stores.cluster_queues, false),
-            admission_checks: by_name(&self.stores.admission_checks, false),
-            configs: by_name(&self.stores.configs, false),
-        }
-    }
-
     /// The cached replica of `wl`, or the one we wrote if the cache has not caught up with
     /// it yet.
-    fn newest(&self, cluster: &str, wl: &Workload, cached: &CachedReplica) -> CachedReplica {
-        let id = (cluster.to_string(), WorkloadKey::of(wl));
-        newest(&self.opened, &id, cached, cached.resource_version())
+    fn newest(&self, id: &ReplicaId, cached: &CachedReplica, now: Instant) -> CachedReplica {
+        let version = cached.resource_version();
+        newest(&self.memories.opened, id, cached, version, now)
     }
 
     /// The cached manager Workload, or the one we wrote if the cache has not caught up with
     /// it yet: a pass planned from the older version would repeat our write, or be refused
     /// (409) and retried — either way an API write for nothing.
-    pub fn newest_workload(&self, cached: &Workload) -> Workload {
+    pub fn newest_workload(&self, cached: Arc<Workload>) -> Arc<Workload> {
+        let key = WorkloadKey::of(&cached);
         let version = cached.metadata.resource_version.as_deref();
-        newest(&self.written, &WorkloadKey::of(cached), cached, version)
+        newest(
+            &self.memories.written,
+            &key,
+            &cached,
+            version,
+            Instant::now(),
+        )
     }
 
     /// Remembers a replica we created until its worker's cache shows it.
     pub fn remember_created(&self, cluster: &str, created: Workload) {
-        let mut memory = self.created.lock().unwrap_or_else(|p| p.into_inner());
-        let now = std::time::Instant::now();
-        memory.retain(|_, (at, _)| now.duration_since(*at) < CREATED_MEMORY);
-        memory.insert(
-            (cluster.to_string(), WorkloadKey::of(&created)),
-            (now, CachedReplica::compact(&created)),
-        );
+        let id = (cluster.to_string(), WorkloadKey::of(&created));
+        let record = CachedReplica::compact(&created);
+        lock(&self.memories.created).insert(id, record, Instant::now());
     }
 
     /// Forgets a replica we created (its cache shows it, or it was deleted).
     pub fn forget_created(&self, cluster: &str, wl: &Workload) {
-        let mut memory = self.created.lock().unwrap_or_else(|p| p.into_inner());
-        memory.remove(&(cluster.to_string(), WorkloadKey::of(wl)));
+        let id = (cluster.to_string(), WorkloadKey::of(wl));
+        lock(&self.memories.created).remove(&id, Instant::now());
     }
 
-    /// The replica of `wl` we created on `cluster` lately, if the cache does not show it.
-    fn recently_created(&self, cluster: &str, wl: &Workload) -> Option<CachedReplica> {
-        let memory = self.created.lock().unwrap_or_else(|p| p.into_inner());
-        memory
-            .get(&(cluster.to_string(), WorkloadKey::of(wl)))
-            .filter(|(at, _)| at.elapsed() < CREATED_MEMORY)
-            .map(|(_, created)| created.clone())
+    /// Remembers that the replica `uid` of `wl` on `cluster` is deleted, or was gone.
+    pub fn remember_deleted(&self, cluster: &str, wl: &Workload, uid: &str) {
+        let key = WorkloadKey::of(wl);
+        lock(&self.memories.deleted).remember(cluster, &key, uid, Instant::now());
+    }
+
+    /// Whether the replica `uid` of `wl` on `cluster` was deleted lately.
+    pub fn deleted_lately(&self, cluster: &str, wl: &Workload, uid: &str) -> bool {
+        let key = WorkloadKey::of(wl);
+        lock(&self.memories.deleted).lately(cluster, &key, uid, Instant::now())
     }
 
     /// Remembers a manager Workload we wrote until the cache shows a newer version.
     pub fn remember_written(&self, before: &Workload, written: Workload) {
         let key = WorkloadKey::of(before);
-        let replaced = before.resource_version();
-        remember(
-            &self.written,
-            key,
-            replaced,
-            stripped_manager_workload(written),
+        let entry = (
+            before.resource_version(),
+            Arc::new(stripped_manager_workload(written)),
         );
+        lock(&self.memories.written).insert(key, entry, Instant::now());
     }
 
     /// Remembers the replica of `wl` we wrote over version `replaced` until the cache shows
@@ -188,41 +245,36 @@ impl Context {
         replaced: Option<&str>,
         written: &Workload,
     ) {
-        let key = (cluster.to_string(), WorkloadKey::of(wl));
-        remember(
-            &self.opened,
-            key,
+        let id = (cluster.to_string(), WorkloadKey::of(wl));
+        let entry = (
             replaced.map(str::to_string),
             CachedReplica::compact(written),
         );
+        lock(&self.memories.opened).insert(id, entry, Instant::now());
     }
 
     /// The replica with an Open gate stamped in the future counted from when the manager
-    /// first saw that stamp.
+    /// first saw that stamp. Each sighting renews the memory of it.
     fn trusted_gate_time(
         &self,
-        cluster: &str,
-        wl: &Workload,
+        id: ReplicaId,
         replica: CachedReplica,
         now: DateTime<Utc>,
+        instant: Instant,
     ) -> CachedReplica {
-        let id = (cluster.to_string(), WorkloadKey::of(wl));
-        let mut seen = self.future_gates.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = lock(&self.memories.future_gates);
         let Some(stamp) = gate_clock::future_open_time(&replica, now) else {
-            seen.remove(&id);
+            seen.remove(&id, instant);
             return replica;
         };
-        if seen.len() > 10_000 {
-            seen.clear();
-        }
-        let first_seen = match seen.get(&id) {
+        let first_seen = match seen.get(&id, instant) {
             Some((known, first_seen)) if *known == stamp => *first_seen,
             _ => {
-                tracing::warn!(cluster, workload = %id.1, %stamp, "an open gate is stamped in the future; its timeout counts from now");
-                seen.insert(id, (stamp, now));
+                tracing::warn!(cluster = id.0, workload = %id.1, %stamp, "an open gate is stamped in the future; its timeout counts from now");
                 now
             }
         };
+        seen.insert(id, (stamp, first_seen), instant);
         replica.with_open_time(first_seen)
     }
 
@@ -234,12 +286,13 @@ impl Context {
     ) -> (Vec<ClusterView>, BTreeMap<String, CachedReplica>) {
         let mut views = Vec::new();
         let mut replicas = BTreeMap::new();
-        let (namespace, name) = (wl.namespace().unwrap_or_default(), wl.name_any());
+        let key = WorkloadKey::of(wl);
         let names: Vec<String> = match route {
             Some(r) => r.clusters.clone(),
             // Not routed (any more): look everywhere for replicas to clean up.
             None => self.pool.connected().into_iter().map(|(n, _)| n).collect(),
         };
+        let (now, instant) = (Utc::now(), Instant::now());
         // The caches hold only objects with our origin label (the watches select by it).
         for cluster in names {
             if self
@@ -250,71 +303,71 @@ impl Context {
             {
                 continue;
             }
-            match self.pool.state(&cluster) {
+            let state = match self.pool.state(&cluster) {
                 WorkerState::Active(connected) => {
-                    if let Some(replica) = connected.replicas.get(&namespace, &name) {
-                        self.forget_created(&cluster, wl);
-                        let replica = self.newest(&cluster, wl, &replica);
-                        let replica = self.trusted_gate_time(&cluster, wl, replica, Utc::now());
+                    let id = (cluster.clone(), key.clone());
+                    if let Some(replica) = self.replica_on(id, &connected, now, instant) {
                         replicas.insert(cluster.clone(), replica);
-                    } else if let Some(created) = self.recently_created(&cluster, wl) {
-                        replicas.insert(cluster.clone(), created);
                     }
-                    views.push(ClusterView {
-                        name: cluster,
-                        state: ClusterState::Active,
-                    });
+                    ClusterState::Active
                 }
                 WorkerState::Down { since, last_known } => {
                     let last_known = match last_known {
                         Some(cache) => {
-                            LastKnown::Seen(cache.get(&namespace, &name).map(|r| r.view(&cluster)))
+                            let replica = cache.get(key.namespace(), key.name());
+                            LastKnown::Seen(replica.map(|r| r.view(&cluster)))
                         }
                         None => LastKnown::NeverSeen,
                     };
-                    views.push(ClusterView {
-                        name: cluster,
-                        state: ClusterState::Unreachable { since, last_known },
-                    })
+                    ClusterState::Unreachable { since, last_known }
                 }
-            }
+            };
+            views.push(ClusterView {
+                name: cluster,
+                state,
+            });
         }
         (views, replicas)
+    }
+
+    /// Our replica on a connected worker: the cached one (or what we wrote over it), else
+    /// one we created that the cache does not show yet.
+    fn replica_on(
+        &self,
+        id: ReplicaId,
+        connected: &Connected,
+        now: DateTime<Utc>,
+        instant: Instant,
+    ) -> Option<CachedReplica> {
+        let Some(cached) = connected.replicas.get(id.1.namespace(), id.1.name()) else {
+            return lock(&self.memories.created).get(&id, instant).cloned();
+        };
+        lock(&self.memories.created).remove(&id, instant);
+        let replica = self.newest(&id, &cached, instant);
+        Some(self.trusted_gate_time(id, replica, now, instant))
     }
 }
 
 /// The newest of the cached object and the one we wrote, and forgets what we wrote once the
-/// cache moved on.
+/// cache moved on (shows another version than the one our write replaced).
 fn newest<K: std::hash::Hash + Eq, T: Clone>(
-    memory: &Mutex<HashMap<K, Written<T>>>,
+    memory: &Mutex<Memory<K, Written<T>>>,
     id: &K,
     cached: &T,
     cached_version: Option<&str>,
+    now: Instant,
 ) -> T {
-    let mut memory = memory.lock().unwrap_or_else(|p| p.into_inner());
-    match memory.get(id) {
-        Some((replaced, written)) if replaced.as_deref() == cached_version => written.clone(),
-        Some(_) => {
-            memory.remove(id);
-            cached.clone()
+    let mut memory = lock(memory);
+    match memory.get(id, now) {
+        Some((replaced, written)) if replaced.as_deref() == cached_version => {
+            return written.clone();
         }
-        None => cached.clone(),
+        Some(_) => {
+            memory.remove(id, now);
+        }
+        None => {}
     }
-}
-
-/// Remembers what we wrote over `before` until the cache shows a newer version.
-fn remember<K: std::hash::Hash + Eq, T>(
-    memory: &Mutex<HashMap<K, Written<T>>>,
-    id: K,
-    replaced: Option<String>,
-    written: T,
-) {
-    let mut memory = memory.lock().unwrap_or_else(|p| p.into_inner());
-    // Entries of objects deleted before their cache caught up would linger: keep few.
-    if memory.len() > 10_000 {
-        memory.clear();
-    }
-    memory.insert(id, (replaced, written));
+    cached.clone()
 }
 
 /// Retries a failed reconcile (of a Workload or a Job) after a short pause, counting the

@@ -14,7 +14,7 @@ use kube::runtime::reflector::ObjectRef;
 
 use crate::manager::plan::lifecycle::{self, EventType, FINALIZER, Observation};
 use crate::manager::plan::replica::CachedReplica;
-use crate::manager::plan::routing::Route;
+use crate::manager::plan::routing::{self, Route};
 use crate::manager::shell::context::{Context, ReconcileError};
 use crate::manager::shell::events::publish;
 use crate::manager::shell::execute::execute;
@@ -26,8 +26,9 @@ pub async fn reconcile(wl: Arc<Workload>, ctx: Arc<Context>) -> Result<Action, R
     ctx.stores.synced().await;
     let started = Instant::now();
     wake_owning_job(&wl, &ctx);
-    let _ = ctx.admission_wake.send(());
-    let wl = ctx.newest_workload(&wl);
+    // The admission loop is not woken here: the Workload watch wakes it on every change of a
+    // manager Workload (see `run`), and a reconcile woken by a replica changes none.
+    let wl = ctx.newest_workload(wl);
     let result = reconcile_inner(&wl, &ctx).await;
     ctx.queues_changed.notify_one();
     ctx.metrics
@@ -50,7 +51,7 @@ fn wake_owning_job(wl: &Workload, ctx: &Context) {
 }
 
 async fn reconcile_inner(wl: &Workload, ctx: &Context) -> Result<Action, ReconcileError> {
-    let route = match ctx.routing().route(wl) {
+    let route = match routing::route(&ctx.stores, wl) {
         Ok(route) => route,
         Err(e) => {
             tracing::debug!(workload = %wl.name_any(), "not routable: {e}");

@@ -6,6 +6,7 @@ pub mod controller;
 pub mod events;
 pub mod execute;
 pub mod job_controller;
+pub mod memory;
 pub mod queue_writer;
 pub mod replica_cache;
 pub mod run;

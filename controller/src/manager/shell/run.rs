@@ -1,6 +1,6 @@
 //! `baton manager`: caches, worker connections, the reconciler and the garbage collector.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,7 +24,7 @@ use crate::events::{Events, Reporter};
 use crate::leader;
 use crate::manager::plan::kubeconfig::{KubeconfigProblem, vet};
 use crate::manager::shell::admission_loop;
-use crate::manager::shell::context::{Context, error_policy};
+use crate::manager::shell::context::{Context, Memories, error_policy};
 use crate::manager::shell::controller::reconcile;
 use crate::manager::shell::execute::deletions::delete_job_copy;
 use crate::manager::shell::job_controller;
@@ -118,11 +118,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
         config.worker_client.clone(),
     );
     let (clusters, secrets) = follow_clusters(&client, &config, &namespace, &pool, &wake);
-    let controller = stripped_controller(
-        Api::<Workload>::all(client.clone()),
-        watcher::Config::default(),
-        strip_manager_workload,
-    );
+    let controller = workload_controller(Api::<Workload>::all(client.clone()), &wake);
     let stores = routing_caches(&client, controller.store(), clusters, &wake);
     let context = new_context(&client, &config, &stores, &pool, &metrics, &wake);
     tokio::spawn(keep_queue_status(
@@ -178,6 +174,37 @@ where
     Controller::for_stream(objects, reader)
 }
 
+/// The manager Workload controller. Its watch also wakes the admission loop, which scans
+/// every workload, on each change of a manager Workload ([`wakes_admission`]), once the
+/// cache holds it: a reconcile woken by a replica changes no manager Workload, so it does
+/// not wake the loop.
+fn workload_controller(api: Api<Workload>, wake: &Wake) -> Controller<Workload> {
+    use futures::TryStreamExt;
+    let (reader, writer) = reflector::store::<Workload>();
+    let admission = wake.admission.clone();
+    let objects = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .modify(strip_manager_workload)
+        .reflect(writer)
+        .inspect_ok(move |event| {
+            if wakes_admission(event) {
+                let _ = admission.send(());
+            }
+        })
+        .applied_objects();
+    Controller::for_stream(objects, reader)
+}
+
+/// Whether a manager Workload watch event wakes the admission loop: a Workload applied or
+/// deleted, or a (re)list done (the objects it replaced may have changed or gone while the
+/// watch was down). The relisted objects one by one do not: the end of the list covers them.
+fn wakes_admission(event: &watcher::Event<Workload>) -> bool {
+    match event {
+        watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone => true,
+        watcher::Event::Init | watcher::Event::InitApply(_) => false,
+    }
+}
+
 /// What the reconcilers share.
 fn new_context(
     client: &Client,
@@ -202,13 +229,9 @@ fn new_context(
             metrics.events_dropped.clone(),
         ),
         gated: Mutex::new(HashSet::new()),
-        opened: Mutex::new(HashMap::new()),
-        written: Mutex::new(HashMap::new()),
-        future_gates: Mutex::new(HashMap::new()),
-        created: Mutex::new(HashMap::new()),
+        memories: Memories::default(),
         queues_changed: wake.queues_changed.clone(),
         job_wakeups: wake.jobs.clone(),
-        admission_wake: wake.admission.clone(),
     })
 }
 
@@ -445,5 +468,21 @@ async fn garbage_collector(pool: WorkerPool, workloads: Store<Workload>, config:
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_crds::workload::WorkloadSpec;
+
+    #[test]
+    fn every_change_of_a_manager_workload_wakes_the_admission_loop_once() {
+        let wl = || Workload::new("job", WorkloadSpec::default());
+        assert!(wakes_admission(&watcher::Event::Apply(wl())));
+        assert!(wakes_admission(&watcher::Event::Delete(wl())));
+        assert!(wakes_admission(&watcher::Event::InitDone));
+        assert!(!wakes_admission(&watcher::Event::Init));
+        assert!(!wakes_admission(&watcher::Event::InitApply(wl())));
     }
 }

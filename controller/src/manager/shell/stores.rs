@@ -1,11 +1,14 @@
 //! The manager's watch caches of its own cluster, shared by the reconciler and the queue
 //! status writer.
 
+use std::sync::Arc;
+
 use baton_crds::workload::Workload;
 use baton_crds::{AdmissionCheck, ClusterQueue, LocalQueue, MultiKueueCluster, MultiKueueConfig};
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::manager::plan::replica::LAST_APPLIED;
+use crate::manager::plan::routing::RoutingObjects;
 use crate::watch::{strip_managed_fields, synced};
 
 #[derive(Clone)]
@@ -29,6 +32,26 @@ impl ManagerStores {
             synced(&self.configs),
             synced(&self.clusters),
         );
+    }
+}
+
+/// Routing reads the caches' shared objects, one lookup each.
+impl RoutingObjects for ManagerStores {
+    fn local_queue(&self, namespace: &str, name: &str) -> Option<Arc<LocalQueue>> {
+        self.local_queues
+            .get(&ObjectRef::new(name).within(namespace))
+    }
+
+    fn cluster_queue(&self, name: &str) -> Option<Arc<ClusterQueue>> {
+        self.cluster_queues.get(&ObjectRef::new(name))
+    }
+
+    fn admission_check(&self, name: &str) -> Option<Arc<AdmissionCheck>> {
+        self.admission_checks.get(&ObjectRef::new(name))
+    }
+
+    fn config(&self, name: &str) -> Option<Arc<MultiKueueConfig>> {
+        self.configs.get(&ObjectRef::new(name))
     }
 }
 

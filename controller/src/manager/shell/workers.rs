@@ -356,7 +356,12 @@ async fn connect_and_watch(
                 }
             }
         };
-        connected.replicas.apply(&event);
+        // A replica event wakes its workload only when the record changed in what the
+        // plan can read: a write that moved the resourceVersion alone (or fields the record
+        // does not keep) would make a pass that decides the same. The manager's memory of a
+        // gate it opened (`Context::newest`) is forgotten by the next pass that sees a newer
+        // version; until then it stands for the same content the cache holds.
+        let changed = connected.replicas.apply(&event);
         match &event {
             watcher::Event::InitDone => {
                 history.connected(Utc::now());
@@ -366,7 +371,9 @@ async fn connect_and_watch(
             watcher::Event::Apply(obj)
             | watcher::Event::Delete(obj)
             | watcher::Event::InitApply(obj) => {
-                pool.triggers.replica(obj);
+                if changed {
+                    pool.triggers.replica(obj);
+                }
             }
             watcher::Event::Init => {}
         }

@@ -135,6 +135,33 @@ impl CachedReplica {
         self.view.gate
     }
 
+    /// Whether `self` and `other` differ in anything but their resourceVersion: in what a
+    /// reader of the record (the plan, the gate opener, the deleter, the Job adapter) can
+    /// see change. Every field is named, so a new one must be placed here.
+    pub fn differs_beyond_version(&self, other: &Self) -> bool {
+        let Self {
+            uid,
+            resource_version: _,
+            digest,
+            stamp,
+            view,
+            admitted_at,
+            evicted,
+            quota_reserved,
+            has_admission,
+            mirrored,
+        } = self;
+        *uid != other.uid
+            || *digest != other.digest
+            || *stamp != other.stamp
+            || *view != other.view
+            || *admitted_at != other.admitted_at
+            || *evicted != other.evicted
+            || *quota_reserved != other.quota_reserved
+            || *has_admission != other.has_admission
+            || *mirrored != other.mirrored
+    }
+
     /// The same replica with its Open gate counted from `at` (see `gate_clock`).
     pub fn with_open_time(mut self, at: DateTime<Utc>) -> Self {
         if let Some(gate) = self

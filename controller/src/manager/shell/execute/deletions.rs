@@ -21,6 +21,13 @@ use crate::manager::shell::events::publish;
 use crate::manager::shell::workers::{Connected, WorkerState};
 use crate::metrics::Metrics;
 
+/// Deletes the replicas the plan removes. A replica whose deletion already succeeded (or
+/// found it gone) is not deleted again while its worker's cache still shows it: the request
+/// is skipped, and the replica stays in the observation, so the plan keeps removing it and
+/// never creates a replica there while it is still on the worker, perhaps terminating (the
+/// creation would be refused, or made from a stale view). The cache's delete event wakes
+/// the workload once it is gone. A replica with another uid is another object: it is
+/// deleted.
 pub async fn run(
     ctx: &Context,
     wl: &Workload,
@@ -29,35 +36,37 @@ pub async fn run(
 ) -> Result<Outcome, ReconcileError> {
     let ns = wl.namespace().unwrap_or_default();
     let name = wl.name_any();
-    let requests = deletions.iter().filter_map(|deletion| {
+    let to_send = not_deleted_yet(deletions, replicas, |cluster, uid| {
+        ctx.deleted_lately(cluster, wl, uid)
+    });
+    let requests = to_send.into_iter().filter_map(|deletion| {
         let WorkerState::Active(worker) = ctx.pool.state(&deletion.cluster) else {
             return None;
         };
         let api: Api<Workload> = Api::namespaced(worker.client.clone(), &ns);
-        let params = uid_precondition(replicas.get(&deletion.cluster).and_then(|r| r.uid()));
+        let uid = replicas.get(&deletion.cluster).and_then(|r| r.uid());
+        let params = uid_precondition(uid.clone());
         let name = name.clone();
         let origin = ctx.config.origin.as_str();
         Some(async move {
             if deletion.cause != RemovalCause::Finished {
                 delete_job_copies(&worker, wl, origin, &deletion.cluster).await;
             }
-            (deletion, api.delete(&name, &params).await)
+            (deletion, uid, api.delete(&name, &params).await)
         })
     });
     let mut removed: Vec<&Removal> = Vec::new();
     let mut outcome = Outcome::Done;
-    for (deletion, result) in futures::future::join_all(requests).await {
+    for (deletion, uid, result) in futures::future::join_all(requests).await {
         match result {
             Ok(_) => {
-                ctx.forget_created(&deletion.cluster, wl);
+                gone(ctx, wl, &deletion.cluster, uid.as_deref());
                 deleted(ctx, wl, replicas, deletion);
                 if deletion.announce {
                     removed.push(deletion);
                 }
             }
-            Err(e) if is_not_found(&e) => {
-                ctx.forget_created(&deletion.cluster, wl);
-            }
+            Err(e) if is_not_found(&e) => gone(ctx, wl, &deletion.cluster, uid.as_deref()),
             // Refused: our copy's uid is stale, or the server could not do it now. Either
             // way the replica may still be there, and nothing else would wake this
             // workload (a finished one waits for nothing): look again with fresh data.
@@ -74,6 +83,33 @@ pub async fn run(
     }
     report_removed(ctx, wl, &removed).await;
     Ok(outcome)
+}
+
+/// The removals still to send: all but those of a replica whose uid `deleted_lately` says
+/// was deleted already (with its Job copies: they went in the same pass, and the garbage
+/// collector and the Job adapter retry a copy that did not). A replica without a uid is
+/// always deleted.
+fn not_deleted_yet<'a>(
+    deletions: &'a [Removal],
+    replicas: &BTreeMap<String, CachedReplica>,
+    mut deleted_lately: impl FnMut(&str, &str) -> bool,
+) -> Vec<&'a Removal> {
+    deletions
+        .iter()
+        .filter(|d| {
+            let uid = replicas.get(&d.cluster).and_then(|r| r.uid());
+            !uid.is_some_and(|uid| deleted_lately(&d.cluster, &uid))
+        })
+        .collect()
+}
+
+/// The replica is deleted, or was gone: it is no longer a recent creation, and its uid is
+/// remembered so that it is not deleted again while the worker's cache still shows it.
+fn gone(ctx: &Context, wl: &Workload, cluster: &str, uid: Option<&str>) {
+    ctx.forget_created(cluster, wl);
+    if let Some(uid) = uid {
+        ctx.remember_deleted(cluster, wl, uid);
+    }
 }
 
 /// One event for the announced replicas a pass removed (each event is an API write on the
@@ -188,7 +224,70 @@ fn uid_precondition(uid: Option<String>) -> DeleteParams {
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, Instant};
+
+    use baton_crds::WorkloadKey;
+    use baton_crds::workload::WorkloadSpec;
+
     use super::*;
+    use crate::manager::shell::context::DeletedReplicas;
+
+    fn replica(uid: &str) -> CachedReplica {
+        let mut wl = Workload::new("job", WorkloadSpec::default());
+        wl.metadata.namespace = Some("team".into());
+        wl.metadata.uid = Some(uid.into());
+        CachedReplica::compact(&wl)
+    }
+
+    fn clusters(removals: &[&Removal]) -> Vec<String> {
+        removals.iter().map(|r| r.cluster.clone()).collect()
+    }
+
+    #[test]
+    fn a_replica_deleted_lately_is_not_deleted_again_but_a_new_one_is() {
+        let t0 = Instant::now();
+        let key = WorkloadKey::new("team", "job");
+        let mut memory = DeletedReplicas::default();
+        let removals = [deletion("w1", lost()), deletion("w2", lost())];
+        let mut replicas = BTreeMap::from([
+            ("w1".to_string(), replica("uid-1")),
+            ("w2".to_string(), replica("uid-2")),
+        ]);
+        let mut pass = |replicas: &BTreeMap<String, CachedReplica>, at: Instant| {
+            let sent = not_deleted_yet(&removals, replicas, |cluster, uid| {
+                memory.lately(cluster, &key, uid, at)
+            });
+            let sent = clusters(&sent);
+            for cluster in &sent {
+                if let Some(uid) = replicas.get(cluster).and_then(CachedReplica::uid) {
+                    memory.remember(cluster, &key, &uid, at);
+                }
+            }
+            sent
+        };
+        assert_eq!(pass(&replicas, t0), vec!["w1", "w2"]);
+        // The caches still show both: nothing is sent again.
+        assert!(pass(&replicas, t0 + Duration::from_secs(1)).is_empty());
+        // A new replica on w2 (another uid) is another object.
+        replicas.insert("w2".into(), replica("uid-3"));
+        assert_eq!(pass(&replicas, t0 + Duration::from_secs(2)), vec!["w2"]);
+        // Long after, a replica still shown is deleted again.
+        assert_eq!(
+            pass(&replicas, t0 + Duration::from_secs(600)),
+            vec!["w1", "w2"]
+        );
+    }
+
+    #[test]
+    fn the_memory_is_per_cluster_and_workload() {
+        let t0 = Instant::now();
+        let mut memory = DeletedReplicas::default();
+        memory.remember("w1", &WorkloadKey::new("team", "job"), "uid-1", t0);
+        assert!(memory.lately("w1", &WorkloadKey::new("team", "job"), "uid-1", t0));
+        assert!(!memory.lately("w2", &WorkloadKey::new("team", "job"), "uid-1", t0));
+        assert!(!memory.lately("w1", &WorkloadKey::new("team", "other"), "uid-1", t0));
+        assert!(!memory.lately("w1", &WorkloadKey::new("team", "job"), "uid-2", t0));
+    }
 
     fn deletion(cluster: &str, cause: RemovalCause) -> Removal {
         Removal {
