@@ -253,8 +253,7 @@ impl Context {
         lock(&self.memories.opened).insert(id, entry, Instant::now());
     }
 
-    /// The replica with an Open gate stamped in the future counted from when the manager
-    /// first saw that stamp. Each sighting renews the memory of it.
+    /// See [`trusted_gate_time`].
     fn trusted_gate_time(
         &self,
         id: ReplicaId,
@@ -263,19 +262,7 @@ impl Context {
         instant: Instant,
     ) -> CachedReplica {
         let mut seen = lock(&self.memories.future_gates);
-        let Some(stamp) = gate_clock::future_open_time(&replica, now) else {
-            seen.remove(&id, instant);
-            return replica;
-        };
-        let first_seen = match seen.get(&id, instant) {
-            Some((known, first_seen)) if *known == stamp => *first_seen,
-            _ => {
-                tracing::warn!(cluster = id.0, workload = %id.1, %stamp, "an open gate is stamped in the future; its timeout counts from now");
-                now
-            }
-        };
-        seen.insert(id, (stamp, first_seen), instant);
-        replica.with_open_time(first_seen)
+        trusted_gate_time(&mut seen, id, replica, now, instant)
     }
 
     /// The route's clusters (those with a MultiKueueCluster) and our replicas on the connected ones.
@@ -348,6 +335,31 @@ impl Context {
     }
 }
 
+/// The replica with an Open gate stamped in the future counted from when the manager first
+/// saw that stamp (`now`, wall clock). Each sighting renews the memory of it (`instant`), so
+/// it lasts while the workload is looked at, however far the stamp lies ahead.
+fn trusted_gate_time(
+    seen: &mut Memory<ReplicaId, FutureGate>,
+    id: ReplicaId,
+    replica: CachedReplica,
+    now: DateTime<Utc>,
+    instant: Instant,
+) -> CachedReplica {
+    let Some(stamp) = gate_clock::future_open_time(&replica, now) else {
+        seen.remove(&id, instant);
+        return replica;
+    };
+    let first_seen = match seen.get(&id, instant) {
+        Some((known, first_seen)) if *known == stamp => *first_seen,
+        _ => {
+            tracing::warn!(cluster = id.0, workload = %id.1, %stamp, "an open gate is stamped in the future; its timeout counts from now");
+            now
+        }
+    };
+    seen.insert(id, (stamp, first_seen), instant);
+    replica.with_open_time(first_seen)
+}
+
 /// The newest of the cached object and the one we wrote, and forgets what we wrote once the
 /// cache moved on (shows another version than the one our write replaced).
 fn newest<K: std::hash::Hash + Eq, T: Clone>(
@@ -381,4 +393,86 @@ pub fn error_policy<K>(_object: Arc<K>, error: &ReconcileError, ctx: Arc<Context
         })
         .inc();
     Action::requeue(Duration::from_secs(2))
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_crds::constants::MULTIKUEUE_GATE;
+    use baton_crds::gates::set_gate_state;
+    use baton_crds::workload::{GateState, PreemptionGate, WorkloadSpec};
+
+    use super::*;
+
+    fn replica(version: &str, gate: GateState, since: DateTime<Utc>) -> CachedReplica {
+        let mut wl = Workload::new(
+            "job",
+            WorkloadSpec {
+                preemption_gates: vec![PreemptionGate {
+                    name: MULTIKUEUE_GATE.into(),
+                }],
+                ..Default::default()
+            },
+        );
+        wl.metadata.namespace = Some("team".into());
+        wl.metadata.resource_version = Some(version.into());
+        let status = wl.status.get_or_insert_with(Default::default);
+        set_gate_state(status, MULTIKUEUE_GATE, gate, since);
+        CachedReplica::compact(&wl)
+    }
+
+    fn id() -> ReplicaId {
+        ("w1".to_string(), WorkloadKey::new("team", "job"))
+    }
+
+    fn at(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_700_000_000 + secs, 0).unwrap_or_default()
+    }
+
+    #[test]
+    fn what_we_wrote_stands_in_until_the_cache_moves_past_the_replaced_version() {
+        let t0 = Instant::now();
+        let memory = Mutex::new(Memory::new(OPENED_MEMORY));
+        let opened = replica("2", GateState::Open, at(0));
+        lock(&memory).insert(id(), (Some("1".to_string()), opened.clone()), t0);
+        let stale = replica("1", GateState::Closed, at(0));
+        assert_eq!(newest(&memory, &id(), &stale, Some("1"), t0), opened);
+        // The cache moved on (here by a write that changed nothing we read, which wakes no
+        // pass): the next pass reads the cache, which holds what we wrote, and forgets it.
+        let moved = replica("3", GateState::Open, at(0));
+        assert_eq!(newest(&memory, &id(), &moved, Some("3"), t0), moved);
+        assert!(lock(&memory).is_empty());
+    }
+
+    #[test]
+    fn what_we_wrote_is_forgotten_by_age_when_no_pass_comes() {
+        let t0 = Instant::now();
+        let memory = Mutex::new(Memory::new(OPENED_MEMORY));
+        let opened = replica("2", GateState::Open, at(0));
+        lock(&memory).insert(id(), (Some("1".to_string()), opened), t0);
+        let stale = replica("1", GateState::Closed, at(0));
+        let later = t0 + OPENED_MEMORY;
+        assert_eq!(newest(&memory, &id(), &stale, Some("1"), later), stale);
+    }
+
+    #[test]
+    fn a_future_gate_counts_from_its_first_sighting_while_it_is_seen() {
+        let t0 = Instant::now();
+        let mut seen = Memory::new(FUTURE_GATE_MEMORY);
+        let stamped = replica("1", GateState::Open, at(100_000));
+        let since = |r: CachedReplica| r.gate().and_then(|g| g.since);
+        let first = trusted_gate_time(&mut seen, id(), stamped.clone(), at(0), t0);
+        assert_eq!(since(first), Some(at(0)));
+        // Seen every 10 minutes for an hour: still counted from the first sighting.
+        for i in 1..=6 {
+            let pass = t0 + Duration::from_secs(600 * i);
+            let wall = at(600 * i as i64);
+            let seen_again = trusted_gate_time(&mut seen, id(), stamped.clone(), wall, pass);
+            assert_eq!(since(seen_again), Some(at(0)), "pass {i}");
+        }
+        // Not seen for longer than the memory's bound: counted from the next sighting.
+        let pass = t0 + Duration::from_secs(3600) + FUTURE_GATE_MEMORY;
+        let wall = at(3600 + FUTURE_GATE_MEMORY.as_secs() as i64);
+        let forgotten = trusted_gate_time(&mut seen, id(), stamped, wall, pass);
+        assert_eq!(since(forgotten), Some(wall));
+    }
 }

@@ -35,7 +35,8 @@ use crate::metrics::Metrics;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// What the manager knows of one worker now.
+/// What the manager knows of one worker now; cheap to clone (every reconcile reads it for
+/// each of its workload's clusters: the connection is shared, not copied).
 #[derive(Clone)]
 pub enum WorkerState {
     /// Not connected yet, or reconnecting; unreachable since the given time. `last_known` is
@@ -44,7 +45,7 @@ pub enum WorkerState {
         since: DateTime<Utc>,
         last_known: Option<ReplicaCache>,
     },
-    Active(Box<Connected>),
+    Active(Arc<Connected>),
 }
 
 #[derive(Clone)]
@@ -390,7 +391,7 @@ async fn became_active(
     connected: &Connected,
 ) {
     *state.write().unwrap_or_else(|p| p.into_inner()) =
-        WorkerState::Active(Box::new(connected.clone()));
+        WorkerState::Active(Arc::new(connected.clone()));
     pool.metrics
         .cluster_connected
         .get_or_create(&Metrics::cluster(cluster))
