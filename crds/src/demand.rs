@@ -1,27 +1,10 @@
-//! The resources a workload asks for: per pod, per pod set and in total.
-//!
-//! A pod's effective request follows Kubernetes: the larger of (all app containers plus all
-//! restartable "sidecar" init containers) and, for each ordinary init container, its own
-//! request plus the sidecars started before it; then pod overhead is added. A container
-//! with a limit but no request requests its limit (the API server's defaulting). Pod-level
-//! `resources.requests`, where set, replace the container sum for those resources.
+//! The resources a workload asks for: per pod set and in total. What one pod asks for is
+//! [`crate::pod_demand`]'s rule, computed once per template when it is read
+//! ([`crate::workload::PodTemplate`]).
 
-use std::collections::BTreeMap;
-
-use k8s_openapi::api::core::v1::{Container, PodSpec};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-
-use crate::quantity::{QuantityError, Resources};
+pub use crate::pod_demand::{DemandError, pod_requests};
+use crate::quantity::Resources;
 use crate::workload::{PodSet, Workload};
-
-/// A request that could not be read, with the field path that holds it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{path}: {source}")]
-pub struct DemandError {
-    pub path: String,
-    #[source]
-    pub source: QuantityError,
-}
 
 /// Demand of one pod set.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,11 +36,14 @@ pub fn workload_demand(workload: &Workload) -> Result<WorkloadDemand, DemandErro
 
 /// The demand of one pod set.
 pub fn pod_set_demand(pod_set: &PodSet) -> Result<PodSetDemand, DemandError> {
-    let prefix = format!("spec.podSets[{}].template.spec", pod_set.name);
-    let per_pod = match &pod_set.template.spec {
-        Some(spec) => pod_requests(spec, &prefix)?,
-        None => Resources::new(),
-    };
+    let per_pod = pod_set
+        .template
+        .per_pod_requests()
+        .map_err(|e| DemandError {
+            path: format!("spec.podSets[{}].template.{}", pod_set.name, e.path),
+            source: e.source.clone(),
+        })?
+        .clone();
     let count = pod_set.count.max(0);
     Ok(PodSetDemand {
         name: pod_set.name.clone(),
@@ -65,86 +51,6 @@ pub fn pod_set_demand(pod_set: &PodSet) -> Result<PodSetDemand, DemandError> {
         total: per_pod.scaled(i128::from(count)),
         per_pod,
     })
-}
-
-/// The effective request of one pod.
-pub fn pod_requests(spec: &PodSpec, path: &str) -> Result<Resources, DemandError> {
-    let mut app = Resources::new();
-    for container in &spec.containers {
-        app.add_all(&container_requests(
-            container,
-            &format!("{path}.containers[{}]", container.name),
-        )?);
-    }
-
-    let mut sidecars = Resources::new();
-    let mut init_peak = Resources::new();
-    for container in spec.init_containers.iter().flatten() {
-        let requests = container_requests(
-            container,
-            &format!("{path}.initContainers[{}]", container.name),
-        )?;
-        if container.restart_policy.as_deref() == Some("Always") {
-            sidecars.add_all(&requests);
-            init_peak.max_with(&sidecars);
-        } else {
-            let mut during = sidecars.clone();
-            during.add_all(&requests);
-            init_peak.max_with(&during);
-        }
-    }
-
-    let mut pod = app;
-    pod.add_all(&sidecars);
-    pod.max_with(&init_peak);
-
-    if let Some(pod_level) = spec.resources.as_ref().and_then(|r| r.requests.as_ref()) {
-        for (name, amount) in parse_list(pod_level, &format!("{path}.resources.requests"))?.0 {
-            pod.0.insert(name, amount);
-        }
-    }
-    if let Some(overhead) = &spec.overhead {
-        pod.add_all(&parse_list(overhead, &format!("{path}.overhead"))?);
-    }
-    Ok(pod)
-}
-
-/// A container's requests, defaulted from its limits.
-fn container_requests(container: &Container, path: &str) -> Result<Resources, DemandError> {
-    let Some(resources) = &container.resources else {
-        return Ok(Resources::new());
-    };
-    let mut out = match &resources.limits {
-        Some(limits) => parse_list(limits, &format!("{path}.resources.limits"))?,
-        None => Resources::new(),
-    };
-    if let Some(requests) = &resources.requests {
-        for (name, amount) in parse_list(requests, &format!("{path}.resources.requests"))?.0 {
-            out.0.insert(name, amount);
-        }
-    }
-    Ok(out)
-}
-
-/// Parses a request, limit or overhead list. A negative amount is refused as kube-apiserver
-/// refuses it on Pods: counted as is, it would hand its queue phantom quota.
-fn parse_list(list: &BTreeMap<String, Quantity>, path: &str) -> Result<Resources, DemandError> {
-    let error = |name: &str, source| DemandError {
-        path: format!("{path}.{name}"),
-        source,
-    };
-    let resources = Resources::from_quantities(list).map_err(|(name, e)| error(&name, e))?;
-    if let Some((name, _)) = resources.0.iter().find(|&(_, &milli)| milli < 0) {
-        let value = list.get(name).map(|q| q.0.clone()).unwrap_or_default();
-        return Err(error(
-            name,
-            QuantityError {
-                value,
-                reason: "must be greater than or equal to 0",
-            },
-        ));
-    }
-    Ok(resources)
 }
 
 /// What an admission holds: (flavor, resource, milli-units) per assigned resource. An
@@ -167,8 +73,11 @@ pub fn admission_usage(admission: &crate::workload::Admission) -> Vec<(String, S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::WorkloadSpec;
-    use k8s_openapi::api::core::v1::{PodTemplateSpec, ResourceRequirements};
+    use crate::workload::{PodTemplate, WorkloadSpec};
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, ResourceRequirements};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
     fn q(list: &[(&str, &str)]) -> Option<BTreeMap<String, Quantity>> {
         Some(
@@ -205,10 +114,11 @@ mod tests {
         PodSet {
             name: name.into(),
             count,
-            template: PodTemplateSpec {
+            template: PodTemplate::new(PodTemplateSpec {
                 spec: Some(spec),
                 ..Default::default()
-            },
+            })
+            .expect("a template"),
             ..Default::default()
         }
     }

@@ -14,6 +14,7 @@ pub mod generate;
 pub mod key;
 pub mod local_queue;
 pub mod multikueue;
+pub mod pod_demand;
 pub mod priority;
 pub mod priority_class;
 pub mod quantity;

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{PodTemplateSpec, Toleration};
+use k8s_openapi::api::core::v1::Toleration;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
@@ -10,6 +10,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::schema;
+
+mod template;
+pub use template::PodTemplate;
 
 /// WorkloadSpec is what a job asks for: pod sets, the queue, the priority and the gates.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -135,7 +138,7 @@ pub struct PodSet {
     #[schemars(length(max = 63), regex(pattern = schema::DNS1123_LABEL))]
     pub name: String,
     /// The pods' template; their requests are the workload's demand.
-    pub template: PodTemplateSpec,
+    pub template: PodTemplate,
     /// Number of pods.
     #[serde(default = "default_count")]
     #[schemars(range(min = 0))]

@@ -207,12 +207,10 @@ async fn a_queued_job_gets_a_workload_and_runs_on_its_flavor() {
             .any(|t| t.key.as_deref() == Some("batch"))
     );
     // The Workload keeps the user's template: eviction restores from it.
-    let recorded = wl.spec.pod_sets[0]
-        .template
-        .spec
-        .clone()
-        .unwrap_or_default();
-    assert_eq!(recorded.node_selector.unwrap_or_default().get("pool"), None);
+    assert_eq!(
+        wl.spec.pod_sets[0].template.node_selector().get("pool"),
+        None
+    );
 
     let pods = eventually(WAIT, "two pods on the flavor", || async {
         let pods = pods_of(&env, "sample").await;

@@ -553,21 +553,14 @@ fn workload_model(
     let mut pod_sets = Vec::new();
     for pod_set in &wl.spec.pod_sets {
         let demand = pod_set_demand(pod_set).map_err(|e| e.to_string())?;
-        let spec = pod_set.template.spec.as_ref();
+        let template = &pod_set.template;
         pod_sets.push(PodSetModel {
             name: pod_set.name.clone(),
             count: demand.count,
             total: demand.total,
-            node_selector: spec
-                .and_then(|s| s.node_selector.clone())
-                .unwrap_or_default(),
-            tolerations: spec.and_then(|s| s.tolerations.clone()).unwrap_or_default(),
-            labels: pod_set
-                .template
-                .metadata
-                .as_ref()
-                .and_then(|m| m.labels.clone())
-                .unwrap_or_default(),
+            node_selector: template.node_selector().clone(),
+            tolerations: template.tolerations().to_vec(),
+            labels: template.labels().clone(),
         });
     }
     Ok(WorkloadModel {

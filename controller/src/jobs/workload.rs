@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 
 use baton_crds::constants::job::{JOB_UID_LABEL, POD_SET_NAME, PRIORITY_CLASS_LABEL};
-use baton_crds::workload::{PodSet, PriorityClassGroup, PriorityClassKind, PriorityClassRef};
+use baton_crds::workload::{
+    PodSet, PodTemplate, PriorityClassGroup, PriorityClassKind, PriorityClassRef,
+};
 use baton_crds::{Workload, WorkloadSpec};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -141,7 +143,8 @@ pub fn workload_for_job(job: &Job) -> Result<Workload, JobError> {
         spec: WorkloadSpec {
             pod_sets: vec![PodSet {
                 name: POD_SET_NAME.to_string(),
-                template: spec.template.clone(),
+                template: PodTemplate::new(spec.template.clone())
+                    .map_err(|e| invalid(job, "spec.template", &e.to_string()))?,
                 count,
                 ..Default::default()
             }],

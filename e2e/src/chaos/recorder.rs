@@ -133,18 +133,13 @@ pub fn snapshot_of(wl: &Workload, rv: u64) -> Snapshot {
         .pod_sets
         .iter()
         .map(|ps| {
-            let per_pod: i64 = ps
+            // Whole CPUs per pod (a fraction counts as one); unreadable requests as none.
+            let milli = ps
                 .template
-                .spec
-                .as_ref()
-                .map(|s| {
-                    s.containers
-                        .iter()
-                        .filter_map(|c| c.resources.as_ref()?.requests.as_ref()?.get("cpu"))
-                        .map(|q| q.0.parse::<i64>().unwrap_or(1))
-                        .sum()
-                })
+                .per_pod_requests()
+                .map(|r| r.get("cpu"))
                 .unwrap_or(0);
+            let per_pod = i64::try_from((milli + 999) / 1000).unwrap_or(i64::MAX);
             per_pod * i64::from(ps.count)
         })
         .sum();

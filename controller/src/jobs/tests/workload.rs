@@ -32,7 +32,7 @@ fn a_queued_job_gets_an_owned_workload_with_one_main_pod_set() {
     assert_eq!(wl.spec.pod_sets[0].name, "main");
     assert_eq!(wl.spec.pod_sets[0].count, 1);
     assert_eq!(
-        Some(&wl.spec.pod_sets[0].template),
+        wl.spec.pod_sets[0].template.to_spec().ok().as_ref(),
         j.spec.as_ref().map(|s| &s.template)
     );
     assert!(wl.spec.active);

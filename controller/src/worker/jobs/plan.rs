@@ -184,7 +184,8 @@ fn lifecycle(view: &JobView<'_>, wl: &Workload, now: DateTime<Utc>) -> Plan {
         && is_condition_true(conditions, condition::ADMITTED)
         && !evicted;
     let template = current_template(job);
-    let original = original_template(wl).unwrap_or(&template);
+    let recorded = original_template(wl);
+    let original = recorded.as_ref().unwrap_or(&template);
     if let (true, Some(admission)) = (admitted, admission) {
         if is_running(job) {
             return Plan::default();
@@ -366,13 +367,13 @@ fn current_template(job: &Job) -> PodTemplateSpec {
         .unwrap_or_default()
 }
 
-/// The template the Workload recorded (its pod set for the Job).
-fn original_template(wl: &Workload) -> Option<&PodTemplateSpec> {
+/// The template the Workload recorded (its pod set for the Job), typed.
+fn original_template(wl: &Workload) -> Option<PodTemplateSpec> {
     let sets = &wl.spec.pod_sets;
     sets.iter()
         .find(|p| p.name == POD_SET_NAME)
         .or_else(|| sets.first())
-        .map(|p| &p.template)
+        .and_then(|p| p.template.to_spec().ok())
 }
 
 fn pod_set_name(wl: &Workload) -> String {

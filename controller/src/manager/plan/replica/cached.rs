@@ -10,7 +10,7 @@ use baton_core::ungate::{self, GateObservation, ReplicaView};
 use baton_crds::conditions::find_condition;
 use baton_crds::constants::condition;
 use baton_crds::time::to_chrono;
-use baton_crds::workload::{GateState, Workload, WorkloadSpec};
+use baton_crds::workload::{GateState, PodTemplate, Workload, WorkloadSpec};
 use chrono::{DateTime, Utc};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
@@ -199,22 +199,37 @@ impl SpecDigest {
     pub fn of(spec: &WorkloadSpec) -> Self {
         let mut spec = spec.clone();
         spec.preemption_gates.clear();
-        let whole = digest(&spec);
+        // The templates go in as the JSON text they hold (writing one out parses it first).
+        let templates = template_digest(&spec);
+        for pod_set in &mut spec.pod_sets {
+            pod_set.template = PodTemplate::default();
+        }
+        let whole = digest(&spec, templates);
         let priority_set = spec.priority.is_some();
         spec.priority = None;
         Self {
             whole,
-            without_priority: digest(&spec),
+            without_priority: digest(&spec, templates),
             priority_set,
         }
     }
 }
 
-fn digest(spec: &WorkloadSpec) -> u64 {
+fn template_digest(spec: &WorkloadSpec) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    for pod_set in &spec.pod_sets {
+        pod_set.template.json().hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+fn digest(spec: &WorkloadSpec, templates: u64) -> u64 {
     use std::hash::{Hash, Hasher};
     // Fixed keys: the same spec gives the same digest within the process, which is all a
     // comparison between the manager's object and a cached replica needs.
     let mut hasher = std::hash::DefaultHasher::new();
+    templates.hash(&mut hasher);
     match serde_json::to_vec(spec) {
         Ok(bytes) => bytes.hash(&mut hasher),
         // A spec serde cannot write cannot be compared: no two such specs are equal.

@@ -66,10 +66,15 @@ fn a_pod_template_change_is_seen_though_the_record_keeps_no_template() {
     let mut m = manager();
     let replica = CachedReplica::compact(&build_replica(&m, "mk", true));
     assert!(in_sync(&SpecDigest::of(&m.spec), &replica));
-    m.spec.pod_sets[0].template.metadata = Some(ObjectMeta {
-        labels: Some(BTreeMap::from([("new".to_string(), "label".to_string())])),
-        ..Default::default()
-    });
+    m.spec.pod_sets[0].template = m.spec.pod_sets[0]
+        .template
+        .modified(|t| {
+            t.metadata = Some(ObjectMeta {
+                labels: Some(BTreeMap::from([("new".to_string(), "label".to_string())])),
+                ..Default::default()
+            });
+        })
+        .expect("a template");
     assert!(!in_sync(&SpecDigest::of(&m.spec), &replica));
 }
 
