@@ -42,8 +42,7 @@ pub fn pod_set_demand(pod_set: &PodSet) -> Result<PodSetDemand, DemandError> {
         .map_err(|e| DemandError {
             path: format!("spec.podSets[{}].template.{}", pod_set.name, e.path),
             source: e.source.clone(),
-        })?
-        .clone();
+        })?;
     let count = pod_set.count.max(0);
     Ok(PodSetDemand {
         name: pod_set.name.clone(),

@@ -31,8 +31,9 @@ struct Compact {
     labels: BTreeMap<String, String>,
     node_selector: BTreeMap<String, String>,
     tolerations: Vec<Toleration>,
-    /// One pod's effective requests; an error's path starts at the template (`spec.…`).
-    requests: Result<Resources, DemandError>,
+    /// One pod's effective requests, sorted by resource (a map would hold a whole tree
+    /// node for one or two entries); an error's path starts at the template (`spec.…`).
+    requests: Result<Box<[(Box<str>, i128)]>, DemandError>,
 }
 
 impl PodTemplate {
@@ -42,7 +43,12 @@ impl PodTemplate {
         let requests = match &template.spec {
             Some(spec) => pod_requests(spec, "spec"),
             None => Ok(Resources::new()),
-        };
+        }
+        .map(|r| {
+            r.0.into_iter()
+                .map(|(k, v)| (k.into_boxed_str(), v))
+                .collect()
+        });
         let labels = template.metadata.and_then(|m| m.labels).unwrap_or_default();
         let (node_selector, tolerations) = match template.spec {
             Some(spec) => (
@@ -82,8 +88,13 @@ impl PodTemplate {
 
     /// One pod's effective requests (see [`crate::pod_demand`]); an unreadable or negative
     /// amount is an error whose path starts at the template (`spec.containers[c]…`).
-    pub fn per_pod_requests(&self) -> Result<&Resources, &DemandError> {
-        self.0.requests.as_ref()
+    pub fn per_pod_requests(&self) -> Result<Resources, &DemandError> {
+        match &self.0.requests {
+            Ok(list) => Ok(Resources(
+                list.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            )),
+            Err(e) => Err(e),
+        }
     }
 
     /// `metadata.labels`.
@@ -100,41 +111,6 @@ impl PodTemplate {
     pub fn tolerations(&self) -> &[Toleration] {
         &self.0.tolerations
     }
-
-    /// Bytes this template holds on the heap (the shared copy), for memory budgets.
-    pub fn heap_bytes(&self) -> usize {
-        let map = |m: &BTreeMap<String, String>| {
-            m.iter()
-                .map(|(k, v)| k.len() + v.len() + 3 * size_of::<String>())
-                .sum::<usize>()
-        };
-        let tolerations = self.0.tolerations.len() * size_of::<Toleration>()
-            + self
-                .0
-                .tolerations
-                .iter()
-                .map(|t| {
-                    [&t.key, &t.operator, &t.value, &t.effect]
-                        .iter()
-                        .map(|s| s.as_ref().map_or(0, String::len))
-                        .sum::<usize>()
-                })
-                .sum::<usize>();
-        let requests = match &self.0.requests {
-            Ok(r) => {
-                r.0.keys()
-                    .map(|k| k.len() + size_of::<String>() + size_of::<i128>())
-                    .sum::<usize>()
-            }
-            Err(e) => e.path.len() + e.source.value.len(),
-        };
-        size_of::<Compact>()
-            + self.0.json.len()
-            + map(&self.0.labels)
-            + map(&self.0.node_selector)
-            + tolerations
-            + requests
-    }
 }
 
 impl Default for PodTemplate {
@@ -145,7 +121,7 @@ impl Default for PodTemplate {
             labels: BTreeMap::new(),
             node_selector: BTreeMap::new(),
             tolerations: Vec::new(),
-            requests: Ok(Resources::new()),
+            requests: Ok(Box::default()),
         }))
     }
 }
@@ -280,6 +256,29 @@ mod tests {
         assert_ne!(changed, t);
     }
 
+    /// Bytes a template holds on the heap (its shared copy), roughly.
+    fn heap_bytes(t: &PodTemplate) -> usize {
+        let c = &t.0;
+        let map = |m: &BTreeMap<String, String>| {
+            m.iter()
+                .map(|(k, v)| k.len() + v.len() + 3 * size_of::<String>())
+                .sum::<usize>()
+        };
+        let requests = match &c.requests {
+            Ok(r) => r
+                .iter()
+                .map(|(k, _)| k.len() + size_of::<(Box<str>, i128)>())
+                .sum(),
+            Err(e) => e.path.len() + e.source.value.len(),
+        };
+        size_of::<Compact>()
+            + c.json.len()
+            + map(&c.labels)
+            + map(&c.node_selector)
+            + c.tolerations.len() * size_of::<Toleration>()
+            + requests
+    }
+
     /// The point of the type: a one-container template costs a small fraction of its typed
     /// form (printed for the record; the bound is loose).
     #[test]
@@ -289,9 +288,9 @@ mod tests {
             size_of::<PodTemplateSpec>() + size_of::<k8s_openapi::api::core::v1::Container>();
         eprintln!(
             "pod template: {} bytes held compactly; typed inline alone {} bytes",
-            t.heap_bytes(),
+            heap_bytes(&t),
             typed_inline
         );
-        assert!(t.heap_bytes() * 3 < typed_inline, "{}", t.heap_bytes());
+        assert!(heap_bytes(&t) * 3 < typed_inline, "{}", heap_bytes(&t));
     }
 }

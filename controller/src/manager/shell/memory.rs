@@ -90,6 +90,11 @@ impl<K: Hash + Eq, V> Memory<K, V> {
         let max_age = self.max_age;
         self.entries
             .retain(|_, (at, _)| now.saturating_duration_since(*at) < max_age);
+        // A burst grows the table; a table four times larger than what it holds gives the
+        // room back (it does not shrink by itself).
+        if self.entries.capacity() > 4 * self.entries.len() + 64 {
+            self.entries.shrink_to(2 * self.entries.len());
+        }
     }
 
     /// At the cap: the expired entries go, and if that is not enough, the older half.
