@@ -4,9 +4,11 @@
 pub mod assign;
 pub mod cycle;
 pub mod model;
+mod oracle;
 pub mod preempt;
 pub mod queues;
 pub mod quota;
+mod quota_fit;
 pub mod step;
 
 #[cfg(test)]

@@ -6,12 +6,14 @@
 
 use std::collections::BTreeMap;
 
-use baton_crds::cluster_queue::{FlavorFungibilityPreference, FungibilityPolicy};
+use baton_crds::cluster_queue::{
+    BorrowWithinCohortPolicy, FlavorFungibilityPreference, FungibilityPolicy,
+};
 use baton_crds::quantity::format_milli;
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
 use super::model::{FlavorModel, HeldFlavors, PendingModel, PodSetModel, Snapshot};
-use super::preempt::{any_candidate_possible, preemption_possible};
+use super::oracle::{Simulated, simulate};
 use super::quota::{FrId, Usage, add_usage};
 
 /// How a flavor (or a whole workload) can take its quota.
@@ -365,7 +367,11 @@ impl Fitting<'_> {
 struct FlavorResult {
     flavor: FlavorRef,
     mode: Mode,
+    /// Fit: borrows with this flavor; Preempt: still borrows once the simulated victims are
+    /// gone.
     borrowing: bool,
+    /// Preempt: every simulated victim is in another queue (Kueue's `Reclaim`).
+    reclaim_only: bool,
     short: Vec<FrId>,
 }
 
@@ -384,7 +390,7 @@ where
     let queue = &snapshot.queues[pending.queue];
     let fungibility = &queue.fungibility;
     let mut problems = Vec::new();
-    let mut best: Option<(u8, FlavorResult)> = None;
+    let mut best: Option<((u8, u8), FlavorResult)> = None;
     for (index, flavor) in queue.groups[group].flavors.iter().enumerate() {
         let at = (group, index);
         let Some(model) = snapshot.flavors.get(flavor) else {
@@ -417,7 +423,7 @@ where
         if stop {
             return Ok(result);
         }
-        let rank = rank(result.mode, result.borrowing, fungibility.preference);
+        let rank = rank(&result, fungibility.preference);
         if best.as_ref().is_none_or(|(r, _)| rank < *r) {
             best = Some((rank, result));
         }
@@ -425,17 +431,23 @@ where
     best.map(|(_, r)| r).ok_or(problems)
 }
 
-/// Lower is better, among flavors that did not stop the search.
-fn rank(mode: Mode, borrowing: bool, preference: Option<FlavorFungibilityPreference>) -> u8 {
-    let preempt_first = preference == Some(FlavorFungibilityPreference::PreemptionOverBorrowing);
-    match (mode, borrowing) {
-        (Mode::Fit, false) => 0,
-        (Mode::Fit, true) if !preempt_first => 1,
-        (Mode::Preempt, false) if !preempt_first => 2,
-        (Mode::Preempt, false) => 1,
-        (Mode::Fit, true) => 2,
-        (Mode::Preempt, true) => 3,
-        (Mode::NoFit, _) => 4,
+/// Lower is better, among flavors that did not stop the search (Kueue's `isPreferred`):
+/// a flavor that fits beats one that only reclaims from other queues, which beats one that
+/// preempts in the preemptor's own queue; a preemption's borrowing is the preemptor's once
+/// its victims are gone. `BorrowingOverPreemption` (the default) compares that mode first,
+/// then borrowing; `PreemptionOverBorrowing` borrowing first, then the mode.
+fn rank(result: &FlavorResult, preference: Option<FlavorFungibilityPreference>) -> (u8, u8) {
+    let mode = match (result.mode, result.reclaim_only) {
+        (Mode::Fit, _) => 0,
+        (Mode::Preempt, true) => 1,
+        (Mode::Preempt, false) => 2,
+        (Mode::NoFit, _) => 3,
+    };
+    let borrowing = u8::from(result.borrowing);
+    if preference == Some(FlavorFungibilityPreference::PreemptionOverBorrowing) {
+        (borrowing, mode)
+    } else {
+        (mode, borrowing)
     }
 }
 
@@ -457,6 +469,7 @@ where
         flavor: at,
         mode: Mode::Fit,
         borrowing: false,
+        reclaim_only: false,
         short: Vec::new(),
     };
     for (resource, amount) in wanted() {
@@ -476,11 +489,17 @@ where
         };
         problems.extend(problem);
     }
-    if result.mode == Mode::Preempt
-        && !victims_possible(snapshot, pending, flavor, wanted, already, &result.short)
-    {
-        result.mode = Mode::NoFit;
-        problems.push(FlavorProblem::NoVictims(at));
+    if result.mode == Mode::Preempt {
+        match victims_possible(snapshot, pending, flavor, wanted, already, &result.short) {
+            Some(simulated) => {
+                result.borrowing = simulated.borrows_after;
+                result.reclaim_only = !simulated.own_queue;
+            }
+            None => {
+                result.mode = Mode::NoFit;
+                problems.push(FlavorProblem::NoVictims(at));
+            }
+        }
     }
     result
 }
@@ -505,7 +524,16 @@ impl FlavorResult {
             return None;
         }
         let potential = snapshot.quota.potential(queue, fr);
-        if value <= potential {
+        if value <= potential && !may_preempt_for(snapshot, queue, fr, value) {
+            // Kueue: a request beyond the nominal quota may not preempt (without
+            // `borrowWithinCohort`); it waits for unused quota instead.
+            self.mode = Mode::NoFit;
+            Some(FlavorProblem::Insufficient {
+                resource,
+                flavor: self.flavor,
+                more: value - available,
+            })
+        } else if value <= potential {
             self.short.push(fr);
             self.mode = self.mode.min(Mode::Preempt);
             Some(FlavorProblem::Insufficient {
@@ -525,6 +553,19 @@ impl FlavorResult {
     }
 }
 
+/// Kueue's rule for trying preemption at all: the request (with the workload's earlier pod
+/// sets' in this pair) is within the queue's nominal quota, or its `borrowWithinCohort`
+/// allows preempting while borrowing.
+fn may_preempt_for(snapshot: &Snapshot, queue: usize, fr: FrId, value: i128) -> bool {
+    let nominal = snapshot.quota.limits(queue, fr).map_or(0, |l| l.nominal);
+    value <= nominal
+        || snapshot.queues[queue]
+            .preemption
+            .borrow_within_cohort
+            .policy
+            != BorrowWithinCohortPolicy::Never
+}
+
 /// What the workload's earlier pod sets already use of `fr`.
 fn prior(already: &Usage, fr: FrId) -> i128 {
     already
@@ -533,9 +574,9 @@ fn prior(already: &Usage, fr: FrId) -> i128 {
         .map_or(0, |(_, a)| *a)
 }
 
-/// Whether preempting could make room for the wanted resources in `flavor`, where the
-/// pairs `short` lack it. The demand is built only for a workload that may preempt at all:
-/// most do not.
+/// What preempting would do to make room for the wanted resources in `flavor`, where the
+/// pairs `short` lack it (`None`: no victims make it fit). The demand is built only for a
+/// workload that may preempt at all: most do not.
 fn victims_possible<'a, I>(
     snapshot: &Snapshot,
     pending: &PendingModel,
@@ -543,12 +584,12 @@ fn victims_possible<'a, I>(
     wanted: &impl Fn() -> I,
     already: &Usage,
     short: &[FrId],
-) -> bool
+) -> Option<Simulated>
 where
     I: Iterator<Item = (&'a String, i128)>,
 {
-    if !any_candidate_possible(snapshot, pending) {
-        return false;
+    if !super::preempt::any_candidate_possible(snapshot, pending) {
+        return None;
     }
     // Every wanted resource has a pair here, or the mode would be NoFit.
     let demand: Usage = wanted()
@@ -559,7 +600,7 @@ where
                 .map(|fr| (fr, amount + prior(already, fr)))
         })
         .collect();
-    preemption_possible(snapshot, pending, &demand, short)
+    simulate(snapshot, pending, &demand, short)
 }
 
 /// Why a flavor's nodes cannot run the pod set, if they cannot.
