@@ -1,0 +1,3 @@
+//! `TestSchedule` (pkg/scheduler/scheduler_test.go).
+
+super::cases! {}
