@@ -129,6 +129,16 @@ impl Kq {
         index
     }
 
+    pub fn strict(&mut self, cq: &str) {
+        let q = self.queue_index(cq);
+        self.queues[q].strategy = QueueingStrategy::StrictFIFO;
+    }
+
+    pub fn fungibility(&mut self, cq: &str, fungibility: FlavorFungibility) {
+        let q = self.queue_index(cq);
+        self.queues[q].fungibility = fungibility;
+    }
+
     pub fn queue_index(&self, name: &str) -> usize {
         match self.queues.iter().position(|q| q.name == name) {
             Some(i) => i,
