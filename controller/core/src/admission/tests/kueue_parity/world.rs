@@ -19,6 +19,9 @@ use crate::admission::quota::Limits;
 use crate::admission::tests::world::{at, key};
 use crate::victims::VictimPolicy;
 
+/// A pod set of a pending workload: (name, count, per-pod (resource, units)).
+pub type PodSetSpec<'a> = (&'a str, i32, &'a [(&'a str, i128)]);
+
 /// One quota: (resource, nominal, borrowing limit, lending limit).
 pub type Quota = (&'static str, i128, Option<i128>, Option<i128>);
 
@@ -182,7 +185,7 @@ impl Kq {
         cq: &str,
         priority: i32,
         created: i64,
-        pod_sets: &[(&str, i32, &[(&str, i128)])],
+        pod_sets: &[PodSetSpec<'_>],
     ) {
         let sets = pod_sets
             .iter()
