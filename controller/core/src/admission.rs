@@ -9,6 +9,7 @@ pub mod preempt;
 pub mod queues;
 pub mod quota;
 mod quota_fit;
+mod reserve;
 pub mod step;
 
 #[cfg(test)]

@@ -16,6 +16,9 @@ use super::model::{FlavorModel, HeldFlavors, PendingModel, PodSetModel, Snapshot
 use super::oracle::{Simulated, simulate};
 use super::quota::{FrId, Usage, add_usage};
 
+mod no_fit;
+pub use no_fit::NoFitReason;
+
 /// How a flavor (or a whole workload) can take its quota.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Mode {
@@ -47,6 +50,8 @@ pub struct Assignment {
     pub short: Vec<FrId>,
     /// Why it does not fit, when `mode` is not Fit.
     pub reasons: Vec<String>,
+    /// Kueue's reason when it fits in no flavor (`mode` NoFit).
+    pub no_fit: Option<NoFitReason>,
 }
 
 impl Assignment {
@@ -111,6 +116,9 @@ pub struct Fitting<'a> {
     pub usage: Usage,
     /// Pairs where the workload does not fit without preempting.
     pub short: Vec<FrId>,
+    /// It needs preemption in a flavor where no workload may be preempted for it (Kueue's
+    /// "no preemption candidates"): it waits, and no victim search is run for it.
+    pub no_candidates: bool,
     reasons: Vec<Reason<'a>>,
     /// The flavor chosen per (pod set, group), in assignment order.
     chosen: Vec<(usize, FlavorRef)>,
@@ -124,6 +132,7 @@ impl Fitting<'_> {
             borrowing: false,
             usage: Usage::new(),
             short: Vec::new(),
+            no_candidates: false,
             reasons: Vec::new(),
             chosen: Vec::new(),
         }
@@ -165,9 +174,16 @@ pub fn fitting<'a>(snapshot: &Snapshot, pending: &'a PendingModel) -> Fitting<'a
                 continue;
             }
             match choose_flavor(snapshot, pending, pod_set, g, wanted, &fitting.usage) {
-                Ok(chosen) => {
+                Ok((chosen, problems)) => {
                     fitting.mode = fitting.mode.min(chosen.mode);
                     fitting.borrowing |= chosen.borrowing;
+                    if chosen.no_candidates {
+                        fitting.no_candidates = true;
+                        fitting.reasons.push(Reason::NoFlavor {
+                            pod_set: index,
+                            problems,
+                        });
+                    }
                     fitting.short.extend(chosen.short);
                     let flavor = &group.flavors[chosen.flavor.1];
                     for (resource, amount) in wanted() {
@@ -288,6 +304,9 @@ impl Fitting<'_> {
             usage: self.usage.clone(),
             short: self.short.clone(),
             reasons: self.reasons(snapshot, pending).collect(),
+            no_fit: (self.mode != Mode::Fit)
+                .then(|| no_fit::of(&self.reasons))
+                .flatten(),
         }
     }
 
@@ -372,10 +391,14 @@ struct FlavorResult {
     borrowing: bool,
     /// Preempt: every simulated victim is in another queue (Kueue's `Reclaim`).
     reclaim_only: bool,
+    /// Preempt, but no workload may be preempted for it here.
+    no_candidates: bool,
     short: Vec<FrId>,
 }
 
-/// Tries the flavors of group `group` in order and applies fungibility.
+/// Tries the flavors of group `group` in order and applies fungibility. A flavor that needs
+/// preemption without candidates never stops the search and is chosen only when nothing
+/// better is found (Kueue's `noPreemptionCandidates`); it comes with the problems met.
 fn choose_flavor<'a, I>(
     snapshot: &Snapshot,
     pending: &PendingModel,
@@ -383,14 +406,14 @@ fn choose_flavor<'a, I>(
     group: usize,
     wanted: impl Fn() -> I,
     already: &Usage,
-) -> Result<FlavorResult, Vec<FlavorProblem<'a>>>
+) -> Result<(FlavorResult, Vec<FlavorProblem<'a>>), Vec<FlavorProblem<'a>>>
 where
     I: Iterator<Item = (&'a String, i128)>,
 {
     let queue = &snapshot.queues[pending.queue];
     let fungibility = &queue.fungibility;
     let mut problems = Vec::new();
-    let mut best: Option<((u8, u8), FlavorResult)> = None;
+    let mut best: Option<((u8, u8, u8), FlavorResult)> = None;
     for (index, flavor) in queue.groups[group].flavors.iter().enumerate() {
         let at = (group, index);
         let Some(model) = snapshot.flavors.get(flavor) else {
@@ -412,6 +435,7 @@ where
         );
         let stop = match (result.mode, result.borrowing) {
             (Mode::NoFit, _) => continue,
+            (Mode::Preempt, _) if result.no_candidates => false,
             (Mode::Fit, false) => true,
             (Mode::Fit, true) => fungibility.when_can_borrow == FungibilityPolicy::MayStopSearch,
             (Mode::Preempt, borrowing) => {
@@ -421,14 +445,18 @@ where
             }
         };
         if stop {
-            return Ok(result);
+            return Ok((result, Vec::new()));
         }
         let rank = rank(&result, fungibility.preference);
         if best.as_ref().is_none_or(|(r, _)| rank < *r) {
             best = Some((rank, result));
         }
     }
-    best.map(|(_, r)| r).ok_or(problems)
+    match best {
+        Some((_, r)) if r.no_candidates => Ok((r, problems)),
+        Some((_, r)) => Ok((r, Vec::new())),
+        None => Err(problems),
+    }
 }
 
 /// Lower is better, among flavors that did not stop the search (Kueue's `isPreferred`):
@@ -436,7 +464,8 @@ where
 /// preempts in the preemptor's own queue; a preemption's borrowing is the preemptor's once
 /// its victims are gone. `BorrowingOverPreemption` (the default) compares that mode first,
 /// then borrowing; `PreemptionOverBorrowing` borrowing first, then the mode.
-fn rank(result: &FlavorResult, preference: Option<FlavorFungibilityPreference>) -> (u8, u8) {
+/// A flavor without preemption candidates comes after every other.
+fn rank(result: &FlavorResult, preference: Option<FlavorFungibilityPreference>) -> (u8, u8, u8) {
     let mode = match (result.mode, result.reclaim_only) {
         (Mode::Fit, _) => 0,
         (Mode::Preempt, true) => 1,
@@ -444,10 +473,11 @@ fn rank(result: &FlavorResult, preference: Option<FlavorFungibilityPreference>) 
         (Mode::NoFit, _) => 3,
     };
     let borrowing = u8::from(result.borrowing);
+    let hopeless = u8::from(result.no_candidates);
     if preference == Some(FlavorFungibilityPreference::PreemptionOverBorrowing) {
-        (borrowing, mode)
+        (hopeless, borrowing, mode)
     } else {
-        (mode, borrowing)
+        (hopeless, mode, borrowing)
     }
 }
 
@@ -470,6 +500,7 @@ where
         mode: Mode::Fit,
         borrowing: false,
         reclaim_only: false,
+        no_candidates: false,
         short: Vec::new(),
     };
     for (resource, amount) in wanted() {
@@ -495,8 +526,10 @@ where
                 result.borrowing = simulated.borrows_after;
                 result.reclaim_only = !simulated.own_queue;
             }
+            // Kueue keeps it as a preemption without candidates: its borrowing is the
+            // borrowing as things are.
             None => {
-                result.mode = Mode::NoFit;
+                result.no_candidates = true;
                 problems.push(FlavorProblem::NoVictims(at));
             }
         }

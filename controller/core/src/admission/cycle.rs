@@ -40,7 +40,8 @@ use chrono::{DateTime, Utc};
 use super::assign::{Assignment, Fitting, Mode, fitting, held_fitting, held_or_fitting};
 use super::model::{PendingModel, Snapshot};
 use super::preempt::{CandidateRef, PreemptReason, select_victims};
-use super::quota::{QuotaState, Usage};
+use super::quota::{QuotaState, Usage, add_usage};
+use super::reserve::unreclaimable_room;
 use crate::victims::Selection;
 
 /// A victim chosen for a preemptor.
@@ -285,6 +286,7 @@ pub fn schedule_drafts<'a>(
     };
     let mut holds = hold_rooms(snapshot, &by_queue, &awaited, &mut excluded);
     let mut decided = HashSet::new();
+    let mut kept = HashMap::new();
     let starts: Vec<Option<usize>> = by_queue
         .iter()
         .map(|l| (!l.is_empty()).then_some(0))
@@ -301,6 +303,7 @@ pub fn schedule_drafts<'a>(
             queue_of: &queue_of,
             decided: &mut decided,
             holds: &mut holds,
+            kept: &mut kept,
         },
         now,
     );
@@ -316,6 +319,7 @@ pub fn schedule_drafts<'a>(
             queue_of: &queue_of,
             decided: &mut decided,
             holds: &mut holds,
+            kept: &mut kept,
         },
         now,
     );
@@ -335,6 +339,8 @@ struct Cycle<'c, 'a> {
     decided: &'c mut HashSet<&'a WorkloadKey>,
     /// The rooms held for waiting preemptors not decided yet, by key (see the module doc).
     holds: &'c mut HashMap<&'a WorkloadKey, Hold>,
+    /// Per queue, the room kept by its preemptors without victims (see `reserve`).
+    kept: &'c mut HashMap<usize, Usage>,
 }
 
 /// A waiting preemptor's room, held until it is decided.
@@ -510,8 +516,50 @@ fn pass<'a>(
     paused
 }
 
-/// The decision for one head; `None` when `nominal_only` and it would fit only by borrowing.
+/// The decision for one head (`decide_in_queue`), made without the room its own queue keeps
+/// for preemptors without victims; a preemptor without victims adds to that room, unless it
+/// is a victim back in its queue yielding to its preemptor (the room was freed for that one).
 fn decide<'a>(
+    snapshot: &mut Snapshot,
+    pending: &'a PendingModel,
+    nominal_only: bool,
+    cycle: &mut Cycle<'_, 'a>,
+    now: DateTime<Utc>,
+) -> Option<Draft<'a>> {
+    let queue = pending.queue;
+    let mut kept = cycle.kept.remove(&queue).unwrap_or_default();
+    snapshot.quota.remove(queue, &kept);
+    let draft = decide_in_queue(snapshot, pending, nominal_only, cycle, now);
+    snapshot.quota.add(queue, &kept);
+    if let Some(d) = &draft
+        && let Some(f) = &d.fitting
+        && pending.yields_to.is_none()
+        && keeps_room(&d.outcome, f)
+    {
+        let room = unreclaimable_room(snapshot, queue, &f.usage, f.borrowing);
+        snapshot.quota.add(queue, &room);
+        for (fr, amount) in room {
+            add_usage(&mut kept, fr, amount);
+        }
+    }
+    if !kept.is_empty() {
+        cycle.kept.insert(queue, kept);
+    }
+    draft
+}
+
+/// Whether a decision leaves a preemptor without victims (Kueue's preemption without
+/// targets): its assignment needs preemption and it stays pending.
+fn keeps_room(outcome: &DraftOutcome, fitting: &Fitting<'_>) -> bool {
+    fitting.mode == Mode::Preempt
+        && matches!(
+            outcome,
+            DraftOutcome::Pending(PendingWhy::NoFit | PendingWhy::NoVictims(_))
+        )
+}
+
+/// The decision for one head; `None` when `nominal_only` and it would fit only by borrowing.
+fn decide_in_queue<'a>(
     snapshot: &mut Snapshot,
     pending: &'a PendingModel,
     nominal_only: bool,
@@ -538,7 +586,15 @@ fn decide<'a>(
     let excluded = &mut *cycle.excluded;
     let victims_left = hold.as_ref().is_some_and(|h| !h.victims.is_empty());
     let mut assignment = held_or_fitting(snapshot, pending);
-    if nominal_only && assignment.mode == Mode::Fit && assignment.borrowing {
+    // Like Kueue, what would borrow waits for the second pass; that includes a preemptor
+    // without victims that would borrow as things are, so that one within its nominal quota
+    // reclaims first, before its room is kept (Kueue orders such an entry as borrowing).
+    let pauses = match assignment.mode {
+        Mode::Fit => true,
+        Mode::Preempt => assignment.no_candidates,
+        Mode::NoFit => false,
+    };
+    if nominal_only && pauses && assignment.borrowing {
         if let Some(hold) = hold {
             snapshot.quota.add(pending.queue, &hold.usage);
             cycle.holds.insert(key, hold);
@@ -655,7 +711,8 @@ fn wait_for_victims<'a>(
 }
 
 /// A workload that fits only by preempting: its victims (KEP-5710 over the policies'
-/// candidates), gated while a gate is Closed; none found, it stays pending.
+/// candidates), gated while a gate is Closed; none found, it stays pending, keeping the room
+/// its queue could not reclaim (`reserve`).
 fn preempt(
     snapshot: &mut Snapshot,
     pending: &PendingModel,
@@ -664,6 +721,9 @@ fn preempt(
     strict: bool,
     now: DateTime<Utc>,
 ) -> (DraftOutcome, bool) {
+    if assignment.no_candidates {
+        return (DraftOutcome::Pending(PendingWhy::NoFit), !strict);
+    }
     let (selection, refs) = select_victims(
         snapshot,
         pending,

@@ -12,6 +12,8 @@
 
 mod preemption;
 mod schedule;
+mod schedule_cohorts;
+mod schedule_fit;
 mod world;
 
 /// One ported case.
@@ -105,99 +107,6 @@ pub const LEFT_OUT: &[(&str, &str)] = &[
         "workload-slice fits in single clusterQueue",
         "elastic workload slices",
     ),
-    (
-        "flavors with mixed misconfiguration and insufficient quota",
-        NOT_YET,
-    ),
-    (
-        "flavors with mixed taint mismatch and exceeding limits",
-        NOT_YET,
-    ),
-    ("flavors are structurally incompatible", NOT_YET),
-    (
-        "can borrow if needs reclaim from cohort in different flavor",
-        NOT_YET,
-    ),
-    ("multiple CQs need preemption", NOT_YET),
-    ("cannot borrow resource not listed in clusterQueue", NOT_YET),
-    (
-        "not enough resources to borrow, fallback to next flavor; WhenCanPreempt: TryNextFlavor",
-        NOT_YET,
-    ),
-    (
-        "workload should not fit in clusterQueue with nonexistent flavor",
-        NOT_YET,
-    ),
-    ("no overadmission while borrowing", NOT_YET),
-    (
-        "two workloads can borrow different resources from the same flavor in the same cycle",
-        NOT_YET,
-    ),
-    (
-        "two workloads can borrow the same resources from the same flavor in the same cycle if fits in the cohort quota",
-        NOT_YET,
-    ),
-    (
-        "only one workload can borrow one resources from the same flavor in the same cycle if cohort quota cannot fit",
-        NOT_YET,
-    ),
-    (
-        "preemption while borrowing, workload waiting for preemption should not block a borrowing workload in another CQ",
-        NOT_YET,
-    ),
-    (
-        "multiple preemptions preemption possible after earlier workload fits",
-        NOT_YET,
-    ),
-    (
-        "multiple preemptions skip preemption when shared limited resource",
-        NOT_YET,
-    ),
-    ("not enough resources", NOT_YET),
-    (
-        "workload requiring reclaimation prioritized over wl in another full cq",
-        NOT_YET,
-    ),
-    (
-        "capacity not blocked when lending clusterqueue can reclaim (ReclaimWithinCohort=Any)",
-        NOT_YET,
-    ),
-    (
-        "capacity blocked when lending clusterqueue not guaranteed to reclaim (ReclaimWithinCohort=LowerPriority)",
-        NOT_YET,
-    ),
-    (
-        "capacity blocked when lending clusterqueue not guaranteed to reclaim (ReclaimWithinCohort=Never)",
-        NOT_YET,
-    ),
-    (
-        "admit workload with zero-quantity request for resource not in ClusterQueue",
-        NOT_YET,
-    ),
-    (
-        "preempt when workload requests zero of a resource not defined in ClusterQueue",
-        NOT_YET,
-    ),
-    (
-        "block preemptions and signal `BlockedOnPreemptionGates` when a preemption gate is present",
-        NOT_YET,
-    ),
-    (
-        "do not signal `BlockedOnPreemptionGates` when a preemption gate is present, but the workload fits without preemption",
-        NOT_YET,
-    ),
-    (
-        "do not signal `BlockedOnPreemptionGates` when a preemption gate is present, but the workload had nothing to preempt",
-        NOT_YET,
-    ),
-    (
-        "prevent integer overflow when sum of requests over podsets exceeds MaxInt64",
-        NOT_YET,
-    ),
-    (
-        "prevent integer overflow in ResourceValue conversion to MilliValue",
-        NOT_YET,
-    ),
 ];
 
 /// Checks one case: equal to upstream, or exactly the documented difference.
@@ -248,7 +157,12 @@ pub(crate) use cases;
 
 #[test]
 fn kueue_parity_summary() {
-    let all: Vec<&Case> = preemption::CASES.iter().chain(schedule::CASES).collect();
+    let all: Vec<&Case> = preemption::CASES
+        .iter()
+        .chain(schedule::CASES)
+        .chain(schedule_cohorts::CASES)
+        .chain(schedule_fit::CASES)
+        .collect();
     let mut agree = 0;
     let mut deliberate = 0;
     let mut failures = Vec::new();
@@ -281,7 +195,12 @@ fn kueue_parity_summary() {
 
 #[test]
 fn no_case_is_both_ported_and_left_out() {
-    for case in preemption::CASES.iter().chain(schedule::CASES) {
+    let ported = preemption::CASES
+        .iter()
+        .chain(schedule::CASES)
+        .chain(schedule_cohorts::CASES)
+        .chain(schedule_fit::CASES);
+    for case in ported {
         assert!(
             LEFT_OUT.iter().all(|(name, _)| *name != case.name),
             "{}",

@@ -17,12 +17,13 @@ const CPU: &str = "cpu";
 const GPU: &str = "example.com/gpu";
 
 /// Upstream's flavors and `clusterQueues` (sales, eng-alpha, eng-beta, lend-a, lend-b).
-fn defaults() -> Kq {
+pub(super) fn defaults() -> Kq {
     let mut k = Kq::default();
     for f in ["default", "on-demand", "spot", "model-a"] {
         k.flavor(f);
     }
     k.tainted_flavor("spot-tainted", "key", "val");
+    k.tainted_flavor("spot-tainted-2", "key", "val2");
     k.cq(
         "sales",
         None,
@@ -81,7 +82,16 @@ fn fungibility(
 }
 
 /// One cycle over the head of every ClusterQueue.
-fn cycle(k: &Kq) -> String {
+pub(super) fn cycle(k: &Kq) -> String {
+    render(k, false)
+}
+
+/// `cycle`, with Kueue's reason for a workload that fits in no flavor.
+pub(super) fn cycle_why(k: &Kq) -> String {
+    render(k, true)
+}
+
+fn render(k: &Kq, why: bool) -> String {
     let mut snapshot = k.snapshot();
     let mut heads: Vec<&PendingModel> = Vec::new();
     for queue in 0..k.queues.len() {
@@ -121,7 +131,11 @@ fn cycle(k: &Kq) -> String {
                     v.sort();
                     format!("preempt {}", v.join(", "))
                 }
-                _ => "pending".to_string(),
+                Outcome::Gated { .. } => "gated".to_string(),
+                _ => match d.assignment.as_ref().and_then(|a| a.no_fit) {
+                    Some(reason) if why => format!("pending ({})", reason.as_str()),
+                    _ => "pending".to_string(),
+                },
             };
             format!("{}: {what}", d.key.name())
         })

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Taint;
 
 use crate::admission::model::{
     AdmittedInput, AdmittedModel, FlavorModel, GroupModel, LimitInput, PendingModel, PodSetModel,
-    QueueModel, Snapshot, WorkloadModel,
+    QueueModel, QueueProblem, Snapshot, WorkloadModel,
 };
 use crate::admission::quota::Limits;
 use crate::admission::tests::world::{at, key};
@@ -142,6 +142,23 @@ impl Kq {
         self.queues[q].fungibility = fungibility;
     }
 
+    /// Marks a ClusterQueue inactive, as the shell does when one of its flavors is missing.
+    pub fn missing_flavor(&mut self, cq: &str, flavor: &str) {
+        let q = self.queue_index(cq);
+        self.queues[q].inactive = Some(QueueProblem {
+            reason: "FlavorNotFound",
+            message: format!("flavor {flavor} not found"),
+        });
+    }
+
+    /// Closes a preemption gate of a pending workload.
+    pub fn gate(&mut self, name: &str) {
+        let key = key(&format!("ns/{name}"));
+        for p in self.pending.iter_mut().filter(|p| p.workload.key == key) {
+            p.gate_closed = true;
+        }
+    }
+
     pub fn queue_index(&self, name: &str) -> usize {
         match self.queues.iter().position(|q| q.name == name) {
             Some(i) => i,
@@ -187,12 +204,29 @@ impl Kq {
         created: i64,
         pod_sets: &[PodSetSpec<'_>],
     ) {
+        self.submit_scaled(name, cq, priority, created, pod_sets, milli);
+    }
+
+    /// `submit` with requests in milli-units.
+    pub fn submit_milli(&mut self, name: &str, cq: &str, pod_sets: &[PodSetSpec<'_>]) {
+        self.submit_scaled(name, cq, 0, 0, pod_sets, |m| m);
+    }
+
+    fn submit_scaled(
+        &mut self,
+        name: &str,
+        cq: &str,
+        priority: i32,
+        created: i64,
+        pod_sets: &[PodSetSpec<'_>],
+        scale: fn(i128) -> i128,
+    ) {
         let sets = pod_sets
             .iter()
             .map(|&(ps, count, requests)| {
                 let mut total = Resources::new();
                 for &(resource, units) in requests {
-                    total.add(resource, milli(units) * i128::from(count));
+                    total.add(resource, scale(units) * i128::from(count));
                 }
                 pod_set(ps, count, total)
             })
