@@ -238,10 +238,11 @@ pub fn held_fitting<'a>(snapshot: &Snapshot, pending: &'a PendingModel) -> Optio
             if placement_conflict(model, pod_set).is_some() {
                 return None;
             }
+            // Only whether it fits as things are: no preemption is simulated for it.
             let mut problems = Vec::new();
-            let result = classify(
+            let result = weigh_quota(
                 snapshot,
-                pending,
+                pending.queue,
                 flavor,
                 (g, f),
                 &wanted,
@@ -481,7 +482,8 @@ fn rank(result: &FlavorResult, preference: Option<FlavorFungibilityPreference>) 
     }
 }
 
-/// Classifies one flavor for the wanted resources.
+/// Classifies one flavor for the wanted resources: its quota as things are, then, where it
+/// needs preemption, what the simulated preemption would do (once per flavor).
 fn classify<'a, I>(
     snapshot: &Snapshot,
     pending: &PendingModel,
@@ -494,7 +496,46 @@ fn classify<'a, I>(
 where
     I: Iterator<Item = (&'a String, i128)>,
 {
-    let queue = pending.queue;
+    let mut result = weigh_quota(
+        snapshot,
+        pending.queue,
+        flavor,
+        at,
+        wanted,
+        already,
+        problems,
+    );
+    if result.mode == Mode::Preempt {
+        match victims_possible(snapshot, pending, flavor, wanted, already, &result.short) {
+            Some(simulated) => {
+                result.borrowing = simulated.borrows_after;
+                result.reclaim_only = !simulated.own_queue;
+            }
+            // Kueue keeps it as a preemption without candidates: its borrowing is the
+            // borrowing as things are.
+            None => {
+                result.no_candidates = true;
+                problems.push(FlavorProblem::NoVictims(at));
+            }
+        }
+    }
+    result
+}
+
+/// Weighs one flavor's wanted resources against the queue's quota as things are (the mode
+/// before any preemption is simulated).
+fn weigh_quota<'a, I>(
+    snapshot: &Snapshot,
+    queue: usize,
+    flavor: &str,
+    at: FlavorRef,
+    wanted: &impl Fn() -> I,
+    already: &Usage,
+    problems: &mut Vec<FlavorProblem<'a>>,
+) -> FlavorResult
+where
+    I: Iterator<Item = (&'a String, i128)>,
+{
     let mut result = FlavorResult {
         flavor: at,
         mode: Mode::Fit,
@@ -519,20 +560,6 @@ where
             }
         };
         problems.extend(problem);
-    }
-    if result.mode == Mode::Preempt {
-        match victims_possible(snapshot, pending, flavor, wanted, already, &result.short) {
-            Some(simulated) => {
-                result.borrowing = simulated.borrows_after;
-                result.reclaim_only = !simulated.own_queue;
-            }
-            // Kueue keeps it as a preemption without candidates: its borrowing is the
-            // borrowing as things are.
-            None => {
-                result.no_candidates = true;
-                problems.push(FlavorProblem::NoVictims(at));
-            }
-        }
     }
     result
 }

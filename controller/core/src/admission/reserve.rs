@@ -4,7 +4,8 @@
 //! whoever borrows it (`reclaimWithinCohort` other than `Any`), what it would take is kept
 //! from the rest of the cycle, so that no other queue borrows it now and holds it beyond
 //! reach: at most its unused nominal quota, or, when its assignment borrows, up to its
-//! borrowing limit.
+//! borrowing limit; and never more than is unused now (room held for a waiting preemptor or
+//! taken earlier in the cycle stays where it is).
 
 use baton_crds::cluster_queue::ReclaimWithinCohort;
 
@@ -37,6 +38,9 @@ pub(super) fn unreclaimable_room(
                 (true, Some(limit)) => amount.min(limits.nominal + limit - used),
                 (false, _) => amount.min(limits.nominal - used),
             };
+            // Only room unused now: what is held for a waiting preemptor, or taken earlier
+            // in the cycle, stays where it is.
+            let room = room.min(quota.available(queue, fr));
             (room > 0).then_some((fr, room))
         })
         .collect()

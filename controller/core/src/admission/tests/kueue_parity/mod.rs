@@ -7,8 +7,8 @@
 //!
 //! `LEFT_OUT` lists the cases not ported, by name, with the reason: features Baton does not
 //! model (hierarchical cohorts, partial admission, elastic workload slices, admission checks,
-//! LimitRanges, namespace selectors and LocalQueue resolution, API write errors), and the
-//! expressible `TestSchedule` cases not ported yet.
+//! LimitRanges, namespace selectors and LocalQueue resolution, API write errors); any
+//! expressible case not ported yet would be listed as such (none is).
 
 mod preemption;
 mod schedule;
