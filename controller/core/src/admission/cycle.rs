@@ -22,12 +22,14 @@
 //! the usual policies, or waits (once the preemptor is admitted it is an admitted workload
 //! like any other, and may be preempted). The hold is released when its preemptor is
 //! decided, which takes it again; one whose victims still stop is admitted where it fits
-//! with them counted (something else freed room), else waits for them. Without holds a
-//! victim was evicted twice: a higher-priority preemptor took the room freed for another,
-//! whose victim, back in its queue and within its nominal quota, took back what the first
-//! counted on (found by `cycles_never_evict_a_victim_twice`). In a `StrictFIFO` queue only
-//! the waiting preemptors ahead of every other workload hold: one behind a head that cannot
-//! proceed is not reached, and its hold would keep that head out of the room for good.
+//! with them counted (something else freed room) and they fit back beside what the cycle
+//! counted on their leaving for (all they hold, whatever it requests), else waits for them.
+//! Without holds a victim was evicted twice: a higher-priority preemptor took the room freed
+//! for another, whose victim, back in its queue and within its nominal quota, took back what
+//! the first counted on (found by `cycles_never_evict_a_victim_twice`). In a `StrictFIFO`
+//! queue only the waiting preemptors ahead of every other workload hold: one behind a head
+//! that cannot proceed is not reached, and its hold would keep that head out of the room for
+//! good.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -645,6 +647,10 @@ fn decide_in_queue<'a>(
 
 /// A preemptor whose room was held: where it fits with its victims still counted (something
 /// else freed room), it is admitted as without a hold; otherwise `None` (it waits for them).
+/// Admitted, it gives its victims their quota back (its preemption is over): so they must
+/// fit back first, all they hold, beside the rooms and admissions that counted on their
+/// leaving. Its own request alone says nothing of the pairs it does not request (nothing
+/// at all when it requests nothing).
 fn admit_in_hold<'a>(
     snapshot: &mut Snapshot,
     pending: &'a PendingModel,
@@ -656,13 +662,15 @@ fn admit_in_hold<'a>(
     if hold.victims.is_empty() {
         return None;
     }
-    shift_victims(snapshot, &hold.victims, true);
+    if !victims_fit_back(snapshot, &hold.victims) {
+        return None;
+    }
     let fitting = held_or_fitting(snapshot, pending);
     let admit = fitting.mode == Mode::Fit
         && !(nominal_only && fitting.borrowing)
         && fits(cycle.held, pending.queue, &fitting.usage);
     if !admit {
-        shift_victims(snapshot, &hold.victims, false);
+        take_victims_out(snapshot, &hold.victims);
         return None;
     }
     for &i in &hold.victims {
@@ -765,19 +773,27 @@ fn preempt(
     }
 }
 
-/// Adds the usage of `victims` (indices into `snapshot.admitted`) back to `snapshot.quota`,
-/// or removes it again.
-fn shift_victims(snapshot: &mut Snapshot, victims: &[usize], back: bool) {
-    for &i in victims {
-        let (queue, usage) = (
-            snapshot.admitted[i].queue,
-            snapshot.admitted[i].usage.clone(),
-        );
-        if back {
-            snapshot.quota.add(queue, &usage);
-        } else {
-            snapshot.quota.remove(queue, &usage);
+/// Gives `victims` (indices into `snapshot.admitted`) their usage back in `snapshot.quota`,
+/// one by one, each where all it holds fits what its queue may still take (as an admission
+/// would; a zero amount always fits). If one does not fit, none is given back: false.
+fn victims_fit_back(snapshot: &mut Snapshot, victims: &[usize]) -> bool {
+    for (n, &i) in victims.iter().enumerate() {
+        let victim = &snapshot.admitted[i];
+        if !fits(&snapshot.quota, victim.queue, &victim.usage) {
+            take_victims_out(snapshot, &victims[..n]);
+            return false;
         }
+        snapshot.quota.add(victim.queue, &victim.usage);
+    }
+    true
+}
+
+/// Removes the usage of `victims` (indices into `snapshot.admitted`) from `snapshot.quota`
+/// again.
+fn take_victims_out(snapshot: &mut Snapshot, victims: &[usize]) {
+    for &i in victims {
+        let victim = &snapshot.admitted[i];
+        snapshot.quota.remove(victim.queue, &victim.usage);
     }
 }
 

@@ -7,4 +7,5 @@ mod held_quota_cases;
 mod hold_cases;
 mod kueue_parity;
 mod queue_cases;
+mod victims_back_cases;
 pub(crate) mod world;
