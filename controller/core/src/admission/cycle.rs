@@ -774,18 +774,31 @@ fn preempt(
 }
 
 /// Gives `victims` (indices into `snapshot.admitted`) their usage back in `snapshot.quota`,
-/// one by one, each where all it holds fits what its queue may still take (as an admission
-/// would; a zero amount always fits). If one does not fit, none is given back: false.
+/// one by one, each where all it holds fits back (`fits_back`). If one does not, none is
+/// given back: false.
 fn victims_fit_back(snapshot: &mut Snapshot, victims: &[usize]) -> bool {
     for (n, &i) in victims.iter().enumerate() {
         let victim = &snapshot.admitted[i];
-        if !fits(&snapshot.quota, victim.queue, &victim.usage) {
+        if !fits_back(snapshot, victim.queue, &victim.usage) {
             take_victims_out(snapshot, &victims[..n]);
             return false;
         }
         snapshot.quota.add(victim.queue, &victim.usage);
     }
     true
+}
+
+/// Whether an admitted workload of `queue` holding `usage` fits back in the future quota:
+/// in every pair, within what its queue may still take (as an admission; a zero amount
+/// always fits), unless no queue of its neighbourhood has quota in that pair (a flavor whose
+/// quota is gone): no room there was promised to anyone.
+fn fits_back(snapshot: &Snapshot, queue: usize, usage: &Usage) -> bool {
+    let quota = &snapshot.quota;
+    let neighbours = snapshot.neighbourhood(queue);
+    usage.iter().all(|&(fr, amount)| {
+        amount <= quota.available(queue, fr)
+            || neighbours.iter().all(|&q| quota.potential(q, fr) == 0)
+    })
 }
 
 /// Removes the usage of `victims` (indices into `snapshot.admitted`) from `snapshot.quota`

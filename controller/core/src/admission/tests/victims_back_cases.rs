@@ -174,3 +174,29 @@ fn a_victim_comes_back_only_where_all_it_holds_fits_not_only_the_preemptors_requ
         }
     );
 }
+
+#[test]
+fn a_victim_holding_a_flavor_without_quota_still_comes_back() {
+    // `ns/victim` holds 2 CPUs of `gone`, a flavor no queue has quota for any more, and 2 of
+    // `default`. `ns/preemptor` (2 CPUs) fits beside it: no room in `gone` was promised to
+    // anyone, so the victim comes back there and the preemptor is admitted.
+    let mut w = World::default();
+    let q = w.queue("cq", None, &[("default", 4)]);
+    w.admitted.push((
+        AdmittedModel {
+            workload: workload("ns/victim", 0, 1, 4),
+            queue: q,
+            usage: Vec::new(),
+            admitted_at: super::world::at(1),
+            evicting: false,
+        },
+        vec![
+            ("default".to_string(), "cpu".to_string(), 2_000),
+            ("gone".to_string(), "cpu".to_string(), 2_000),
+        ],
+    ));
+    w.submit(q, workload("ns/preemptor", 1, 2, 2));
+    in_flight(&mut w, "ns/preemptor", &["ns/victim"]);
+    let d = w.run();
+    assert_eq!(decision(&d, "ns/preemptor").outcome, Outcome::Admit);
+}
