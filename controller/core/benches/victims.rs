@@ -78,6 +78,7 @@ fn world(n: usize) -> World {
             policy,
             pod_sets,
             priority_exempt: dice.below(50) == 0,
+            tier: 0,
         });
         usages.push([1 + dice.below(8) as i64, 1 + dice.below(32) as i64]);
     }

@@ -4,9 +4,12 @@
 pub mod assign;
 pub mod cycle;
 pub mod model;
+mod oracle;
 pub mod preempt;
 pub mod queues;
 pub mod quota;
+mod quota_fit;
+mod reserve;
 pub mod step;
 
 #[cfg(test)]

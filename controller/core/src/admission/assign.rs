@@ -6,13 +6,18 @@
 
 use std::collections::BTreeMap;
 
-use baton_crds::cluster_queue::{FlavorFungibilityPreference, FungibilityPolicy};
+use baton_crds::cluster_queue::{
+    BorrowWithinCohortPolicy, FlavorFungibilityPreference, FungibilityPolicy,
+};
 use baton_crds::quantity::format_milli;
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
 use super::model::{FlavorModel, HeldFlavors, PendingModel, PodSetModel, Snapshot};
-use super::preempt::{any_candidate_possible, preemption_possible};
+use super::oracle::{Simulated, simulate};
 use super::quota::{FrId, Usage, add_usage};
+
+mod no_fit;
+pub use no_fit::NoFitReason;
 
 /// How a flavor (or a whole workload) can take its quota.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -45,6 +50,8 @@ pub struct Assignment {
     pub short: Vec<FrId>,
     /// Why it does not fit, when `mode` is not Fit.
     pub reasons: Vec<String>,
+    /// Kueue's reason when it fits in no flavor (`mode` NoFit).
+    pub no_fit: Option<NoFitReason>,
 }
 
 impl Assignment {
@@ -109,6 +116,9 @@ pub struct Fitting<'a> {
     pub usage: Usage,
     /// Pairs where the workload does not fit without preempting.
     pub short: Vec<FrId>,
+    /// It needs preemption in a flavor where no workload may be preempted for it (Kueue's
+    /// "no preemption candidates"): it waits, and no victim search is run for it.
+    pub no_candidates: bool,
     reasons: Vec<Reason<'a>>,
     /// The flavor chosen per (pod set, group), in assignment order.
     chosen: Vec<(usize, FlavorRef)>,
@@ -122,6 +132,7 @@ impl Fitting<'_> {
             borrowing: false,
             usage: Usage::new(),
             short: Vec::new(),
+            no_candidates: false,
             reasons: Vec::new(),
             chosen: Vec::new(),
         }
@@ -163,9 +174,16 @@ pub fn fitting<'a>(snapshot: &Snapshot, pending: &'a PendingModel) -> Fitting<'a
                 continue;
             }
             match choose_flavor(snapshot, pending, pod_set, g, wanted, &fitting.usage) {
-                Ok(chosen) => {
+                Ok((chosen, problems)) => {
                     fitting.mode = fitting.mode.min(chosen.mode);
                     fitting.borrowing |= chosen.borrowing;
+                    if chosen.no_candidates {
+                        fitting.no_candidates = true;
+                        fitting.reasons.push(Reason::NoFlavor {
+                            pod_set: index,
+                            problems,
+                        });
+                    }
                     fitting.short.extend(chosen.short);
                     let flavor = &group.flavors[chosen.flavor.1];
                     for (resource, amount) in wanted() {
@@ -220,10 +238,11 @@ pub fn held_fitting<'a>(snapshot: &Snapshot, pending: &'a PendingModel) -> Optio
             if placement_conflict(model, pod_set).is_some() {
                 return None;
             }
+            // Only whether it fits as things are: no preemption is simulated for it.
             let mut problems = Vec::new();
-            let result = classify(
+            let result = weigh_quota(
                 snapshot,
-                pending,
+                pending.queue,
                 flavor,
                 (g, f),
                 &wanted,
@@ -286,6 +305,9 @@ impl Fitting<'_> {
             usage: self.usage.clone(),
             short: self.short.clone(),
             reasons: self.reasons(snapshot, pending).collect(),
+            no_fit: (self.mode != Mode::Fit)
+                .then(|| no_fit::of(&self.reasons))
+                .flatten(),
         }
     }
 
@@ -365,11 +387,19 @@ impl Fitting<'_> {
 struct FlavorResult {
     flavor: FlavorRef,
     mode: Mode,
+    /// Fit: borrows with this flavor; Preempt: still borrows once the simulated victims are
+    /// gone.
     borrowing: bool,
+    /// Preempt: every simulated victim is in another queue (Kueue's `Reclaim`).
+    reclaim_only: bool,
+    /// Preempt, but no workload may be preempted for it here.
+    no_candidates: bool,
     short: Vec<FrId>,
 }
 
-/// Tries the flavors of group `group` in order and applies fungibility.
+/// Tries the flavors of group `group` in order and applies fungibility. A flavor that needs
+/// preemption without candidates never stops the search and is chosen only when nothing
+/// better is found (Kueue's `noPreemptionCandidates`); it comes with the problems met.
 fn choose_flavor<'a, I>(
     snapshot: &Snapshot,
     pending: &PendingModel,
@@ -377,14 +407,14 @@ fn choose_flavor<'a, I>(
     group: usize,
     wanted: impl Fn() -> I,
     already: &Usage,
-) -> Result<FlavorResult, Vec<FlavorProblem<'a>>>
+) -> Result<(FlavorResult, Vec<FlavorProblem<'a>>), Vec<FlavorProblem<'a>>>
 where
     I: Iterator<Item = (&'a String, i128)>,
 {
     let queue = &snapshot.queues[pending.queue];
     let fungibility = &queue.fungibility;
     let mut problems = Vec::new();
-    let mut best: Option<(u8, FlavorResult)> = None;
+    let mut best: Option<((u8, u8, u8), FlavorResult)> = None;
     for (index, flavor) in queue.groups[group].flavors.iter().enumerate() {
         let at = (group, index);
         let Some(model) = snapshot.flavors.get(flavor) else {
@@ -406,6 +436,7 @@ where
         );
         let stop = match (result.mode, result.borrowing) {
             (Mode::NoFit, _) => continue,
+            (Mode::Preempt, _) if result.no_candidates => false,
             (Mode::Fit, false) => true,
             (Mode::Fit, true) => fungibility.when_can_borrow == FungibilityPolicy::MayStopSearch,
             (Mode::Preempt, borrowing) => {
@@ -415,31 +446,44 @@ where
             }
         };
         if stop {
-            return Ok(result);
+            return Ok((result, Vec::new()));
         }
-        let rank = rank(result.mode, result.borrowing, fungibility.preference);
+        let rank = rank(&result, fungibility.preference);
         if best.as_ref().is_none_or(|(r, _)| rank < *r) {
             best = Some((rank, result));
         }
     }
-    best.map(|(_, r)| r).ok_or(problems)
-}
-
-/// Lower is better, among flavors that did not stop the search.
-fn rank(mode: Mode, borrowing: bool, preference: Option<FlavorFungibilityPreference>) -> u8 {
-    let preempt_first = preference == Some(FlavorFungibilityPreference::PreemptionOverBorrowing);
-    match (mode, borrowing) {
-        (Mode::Fit, false) => 0,
-        (Mode::Fit, true) if !preempt_first => 1,
-        (Mode::Preempt, false) if !preempt_first => 2,
-        (Mode::Preempt, false) => 1,
-        (Mode::Fit, true) => 2,
-        (Mode::Preempt, true) => 3,
-        (Mode::NoFit, _) => 4,
+    match best {
+        Some((_, r)) if r.no_candidates => Ok((r, problems)),
+        Some((_, r)) => Ok((r, Vec::new())),
+        None => Err(problems),
     }
 }
 
-/// Classifies one flavor for the wanted resources.
+/// Lower is better, among flavors that did not stop the search (Kueue's `isPreferred`):
+/// a flavor that fits beats one that only reclaims from other queues, which beats one that
+/// preempts in the preemptor's own queue; a preemption's borrowing is the preemptor's once
+/// its victims are gone. `BorrowingOverPreemption` (the default) compares that mode first,
+/// then borrowing; `PreemptionOverBorrowing` borrowing first, then the mode.
+/// A flavor without preemption candidates comes after every other.
+fn rank(result: &FlavorResult, preference: Option<FlavorFungibilityPreference>) -> (u8, u8, u8) {
+    let mode = match (result.mode, result.reclaim_only) {
+        (Mode::Fit, _) => 0,
+        (Mode::Preempt, true) => 1,
+        (Mode::Preempt, false) => 2,
+        (Mode::NoFit, _) => 3,
+    };
+    let borrowing = u8::from(result.borrowing);
+    let hopeless = u8::from(result.no_candidates);
+    if preference == Some(FlavorFungibilityPreference::PreemptionOverBorrowing) {
+        (hopeless, borrowing, mode)
+    } else {
+        (hopeless, mode, borrowing)
+    }
+}
+
+/// Classifies one flavor for the wanted resources: its quota as things are, then, where it
+/// needs preemption, what the simulated preemption would do (once per flavor).
 fn classify<'a, I>(
     snapshot: &Snapshot,
     pending: &PendingModel,
@@ -452,11 +496,52 @@ fn classify<'a, I>(
 where
     I: Iterator<Item = (&'a String, i128)>,
 {
-    let queue = pending.queue;
+    let mut result = weigh_quota(
+        snapshot,
+        pending.queue,
+        flavor,
+        at,
+        wanted,
+        already,
+        problems,
+    );
+    if result.mode == Mode::Preempt {
+        match victims_possible(snapshot, pending, flavor, wanted, already, &result.short) {
+            Some(simulated) => {
+                result.borrowing = simulated.borrows_after;
+                result.reclaim_only = !simulated.own_queue;
+            }
+            // Kueue keeps it as a preemption without candidates: its borrowing is the
+            // borrowing as things are.
+            None => {
+                result.no_candidates = true;
+                problems.push(FlavorProblem::NoVictims(at));
+            }
+        }
+    }
+    result
+}
+
+/// Weighs one flavor's wanted resources against the queue's quota as things are (the mode
+/// before any preemption is simulated).
+fn weigh_quota<'a, I>(
+    snapshot: &Snapshot,
+    queue: usize,
+    flavor: &str,
+    at: FlavorRef,
+    wanted: &impl Fn() -> I,
+    already: &Usage,
+    problems: &mut Vec<FlavorProblem<'a>>,
+) -> FlavorResult
+where
+    I: Iterator<Item = (&'a String, i128)>,
+{
     let mut result = FlavorResult {
         flavor: at,
         mode: Mode::Fit,
         borrowing: false,
+        reclaim_only: false,
+        no_candidates: false,
         short: Vec::new(),
     };
     for (resource, amount) in wanted() {
@@ -475,12 +560,6 @@ where
             }
         };
         problems.extend(problem);
-    }
-    if result.mode == Mode::Preempt
-        && !victims_possible(snapshot, pending, flavor, wanted, already, &result.short)
-    {
-        result.mode = Mode::NoFit;
-        problems.push(FlavorProblem::NoVictims(at));
     }
     result
 }
@@ -505,7 +584,16 @@ impl FlavorResult {
             return None;
         }
         let potential = snapshot.quota.potential(queue, fr);
-        if value <= potential {
+        if value <= potential && !may_preempt_for(snapshot, queue, fr, value) {
+            // Kueue: a request beyond the nominal quota may not preempt (without
+            // `borrowWithinCohort`); it waits for unused quota instead.
+            self.mode = Mode::NoFit;
+            Some(FlavorProblem::Insufficient {
+                resource,
+                flavor: self.flavor,
+                more: value - available,
+            })
+        } else if value <= potential {
             self.short.push(fr);
             self.mode = self.mode.min(Mode::Preempt);
             Some(FlavorProblem::Insufficient {
@@ -525,6 +613,19 @@ impl FlavorResult {
     }
 }
 
+/// Kueue's rule for trying preemption at all: the request (with the workload's earlier pod
+/// sets' in this pair) is within the queue's nominal quota, or its `borrowWithinCohort`
+/// allows preempting while borrowing.
+fn may_preempt_for(snapshot: &Snapshot, queue: usize, fr: FrId, value: i128) -> bool {
+    let nominal = snapshot.quota.limits(queue, fr).map_or(0, |l| l.nominal);
+    value <= nominal
+        || snapshot.queues[queue]
+            .preemption
+            .borrow_within_cohort
+            .policy
+            != BorrowWithinCohortPolicy::Never
+}
+
 /// What the workload's earlier pod sets already use of `fr`.
 fn prior(already: &Usage, fr: FrId) -> i128 {
     already
@@ -533,9 +634,9 @@ fn prior(already: &Usage, fr: FrId) -> i128 {
         .map_or(0, |(_, a)| *a)
 }
 
-/// Whether preempting could make room for the wanted resources in `flavor`, where the
-/// pairs `short` lack it. The demand is built only for a workload that may preempt at all:
-/// most do not.
+/// What preempting would do to make room for the wanted resources in `flavor`, where the
+/// pairs `short` lack it (`None`: no victims make it fit). The demand is built only for a
+/// workload that may preempt at all: most do not.
 fn victims_possible<'a, I>(
     snapshot: &Snapshot,
     pending: &PendingModel,
@@ -543,12 +644,12 @@ fn victims_possible<'a, I>(
     wanted: &impl Fn() -> I,
     already: &Usage,
     short: &[FrId],
-) -> bool
+) -> Option<Simulated>
 where
     I: Iterator<Item = (&'a String, i128)>,
 {
-    if !any_candidate_possible(snapshot, pending) {
-        return false;
+    if !super::preempt::any_candidate_possible(snapshot, pending) {
+        return None;
     }
     // Every wanted resource has a pair here, or the mode would be NoFit.
     let demand: Usage = wanted()
@@ -559,7 +660,7 @@ where
                 .map(|fr| (fr, amount + prior(already, fr)))
         })
         .collect();
-    preemption_possible(snapshot, pending, &demand, short)
+    simulate(snapshot, pending, &demand, short)
 }
 
 /// Why a flavor's nodes cannot run the pod set, if they cannot.

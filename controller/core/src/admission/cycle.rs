@@ -22,12 +22,14 @@
 //! the usual policies, or waits (once the preemptor is admitted it is an admitted workload
 //! like any other, and may be preempted). The hold is released when its preemptor is
 //! decided, which takes it again; one whose victims still stop is admitted where it fits
-//! with them counted (something else freed room), else waits for them. Without holds a
-//! victim was evicted twice: a higher-priority preemptor took the room freed for another,
-//! whose victim, back in its queue and within its nominal quota, took back what the first
-//! counted on (found by `cycles_never_evict_a_victim_twice`). In a `StrictFIFO` queue only
-//! the waiting preemptors ahead of every other workload hold: one behind a head that cannot
-//! proceed is not reached, and its hold would keep that head out of the room for good.
+//! with them counted (something else freed room) and they fit back beside what the cycle
+//! counted on their leaving for (all they hold, whatever it requests), else waits for them.
+//! Without holds a victim was evicted twice: a higher-priority preemptor took the room freed
+//! for another, whose victim, back in its queue and within its nominal quota, took back what
+//! the first counted on (found by `cycles_never_evict_a_victim_twice`). In a `StrictFIFO`
+//! queue only the waiting preemptors ahead of every other workload hold: one behind a head
+//! that cannot proceed is not reached, and its hold would keep that head out of the room for
+//! good.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -40,7 +42,8 @@ use chrono::{DateTime, Utc};
 use super::assign::{Assignment, Fitting, Mode, fitting, held_fitting, held_or_fitting};
 use super::model::{PendingModel, Snapshot};
 use super::preempt::{CandidateRef, PreemptReason, select_victims};
-use super::quota::{QuotaState, Usage};
+use super::quota::{QuotaState, Usage, add_usage};
+use super::reserve::unreclaimable_room;
 use crate::victims::Selection;
 
 /// A victim chosen for a preemptor.
@@ -285,6 +288,7 @@ pub fn schedule_drafts<'a>(
     };
     let mut holds = hold_rooms(snapshot, &by_queue, &awaited, &mut excluded);
     let mut decided = HashSet::new();
+    let mut kept = HashMap::new();
     let starts: Vec<Option<usize>> = by_queue
         .iter()
         .map(|l| (!l.is_empty()).then_some(0))
@@ -301,6 +305,7 @@ pub fn schedule_drafts<'a>(
             queue_of: &queue_of,
             decided: &mut decided,
             holds: &mut holds,
+            kept: &mut kept,
         },
         now,
     );
@@ -316,6 +321,7 @@ pub fn schedule_drafts<'a>(
             queue_of: &queue_of,
             decided: &mut decided,
             holds: &mut holds,
+            kept: &mut kept,
         },
         now,
     );
@@ -335,6 +341,8 @@ struct Cycle<'c, 'a> {
     decided: &'c mut HashSet<&'a WorkloadKey>,
     /// The rooms held for waiting preemptors not decided yet, by key (see the module doc).
     holds: &'c mut HashMap<&'a WorkloadKey, Hold>,
+    /// Per queue, the room kept by its preemptors without victims (see `reserve`).
+    kept: &'c mut HashMap<usize, Usage>,
 }
 
 /// A waiting preemptor's room, held until it is decided.
@@ -510,8 +518,50 @@ fn pass<'a>(
     paused
 }
 
-/// The decision for one head; `None` when `nominal_only` and it would fit only by borrowing.
+/// The decision for one head (`decide_in_queue`), made without the room its own queue keeps
+/// for preemptors without victims; a preemptor without victims adds to that room, unless it
+/// is a victim back in its queue yielding to its preemptor (the room was freed for that one).
 fn decide<'a>(
+    snapshot: &mut Snapshot,
+    pending: &'a PendingModel,
+    nominal_only: bool,
+    cycle: &mut Cycle<'_, 'a>,
+    now: DateTime<Utc>,
+) -> Option<Draft<'a>> {
+    let queue = pending.queue;
+    let mut kept = cycle.kept.remove(&queue).unwrap_or_default();
+    snapshot.quota.remove(queue, &kept);
+    let draft = decide_in_queue(snapshot, pending, nominal_only, cycle, now);
+    snapshot.quota.add(queue, &kept);
+    if let Some(d) = &draft
+        && let Some(f) = &d.fitting
+        && pending.yields_to.is_none()
+        && keeps_room(&d.outcome, f)
+    {
+        let room = unreclaimable_room(snapshot, queue, &f.usage, f.borrowing);
+        snapshot.quota.add(queue, &room);
+        for (fr, amount) in room {
+            add_usage(&mut kept, fr, amount);
+        }
+    }
+    if !kept.is_empty() {
+        cycle.kept.insert(queue, kept);
+    }
+    draft
+}
+
+/// Whether a decision leaves a preemptor without victims (Kueue's preemption without
+/// targets): its assignment needs preemption and it stays pending.
+fn keeps_room(outcome: &DraftOutcome, fitting: &Fitting<'_>) -> bool {
+    fitting.mode == Mode::Preempt
+        && matches!(
+            outcome,
+            DraftOutcome::Pending(PendingWhy::NoFit | PendingWhy::NoVictims(_))
+        )
+}
+
+/// The decision for one head; `None` when `nominal_only` and it would fit only by borrowing.
+fn decide_in_queue<'a>(
     snapshot: &mut Snapshot,
     pending: &'a PendingModel,
     nominal_only: bool,
@@ -538,7 +588,15 @@ fn decide<'a>(
     let excluded = &mut *cycle.excluded;
     let victims_left = hold.as_ref().is_some_and(|h| !h.victims.is_empty());
     let mut assignment = held_or_fitting(snapshot, pending);
-    if nominal_only && assignment.mode == Mode::Fit && assignment.borrowing {
+    // Like Kueue, what would borrow waits for the second pass; that includes a preemptor
+    // without victims that would borrow as things are, so that one within its nominal quota
+    // reclaims first, before its room is kept (Kueue orders such an entry as borrowing).
+    let pauses = match assignment.mode {
+        Mode::Fit => true,
+        Mode::Preempt => assignment.no_candidates,
+        Mode::NoFit => false,
+    };
+    if nominal_only && pauses && assignment.borrowing {
         if let Some(hold) = hold {
             snapshot.quota.add(pending.queue, &hold.usage);
             cycle.holds.insert(key, hold);
@@ -589,6 +647,10 @@ fn decide<'a>(
 
 /// A preemptor whose room was held: where it fits with its victims still counted (something
 /// else freed room), it is admitted as without a hold; otherwise `None` (it waits for them).
+/// Admitted, it gives its victims their quota back (its preemption is over): so they must
+/// fit back first, all they hold, beside the rooms and admissions that counted on their
+/// leaving. Its own request alone says nothing of the pairs it does not request (nothing
+/// at all when it requests nothing).
 fn admit_in_hold<'a>(
     snapshot: &mut Snapshot,
     pending: &'a PendingModel,
@@ -600,13 +662,15 @@ fn admit_in_hold<'a>(
     if hold.victims.is_empty() {
         return None;
     }
-    shift_victims(snapshot, &hold.victims, true);
+    if !victims_fit_back(snapshot, &hold.victims) {
+        return None;
+    }
     let fitting = held_or_fitting(snapshot, pending);
     let admit = fitting.mode == Mode::Fit
         && !(nominal_only && fitting.borrowing)
         && fits(cycle.held, pending.queue, &fitting.usage);
     if !admit {
-        shift_victims(snapshot, &hold.victims, false);
+        take_victims_out(snapshot, &hold.victims);
         return None;
     }
     for &i in &hold.victims {
@@ -655,7 +719,8 @@ fn wait_for_victims<'a>(
 }
 
 /// A workload that fits only by preempting: its victims (KEP-5710 over the policies'
-/// candidates), gated while a gate is Closed; none found, it stays pending.
+/// candidates), gated while a gate is Closed; none found, it stays pending, keeping the room
+/// its queue could not reclaim (`reserve`).
 fn preempt(
     snapshot: &mut Snapshot,
     pending: &PendingModel,
@@ -664,6 +729,9 @@ fn preempt(
     strict: bool,
     now: DateTime<Utc>,
 ) -> (DraftOutcome, bool) {
+    if assignment.no_candidates {
+        return (DraftOutcome::Pending(PendingWhy::NoFit), !strict);
+    }
     let (selection, refs) = select_victims(
         snapshot,
         pending,
@@ -705,19 +773,40 @@ fn preempt(
     }
 }
 
-/// Adds the usage of `victims` (indices into `snapshot.admitted`) back to `snapshot.quota`,
-/// or removes it again.
-fn shift_victims(snapshot: &mut Snapshot, victims: &[usize], back: bool) {
-    for &i in victims {
-        let (queue, usage) = (
-            snapshot.admitted[i].queue,
-            snapshot.admitted[i].usage.clone(),
-        );
-        if back {
-            snapshot.quota.add(queue, &usage);
-        } else {
-            snapshot.quota.remove(queue, &usage);
+/// Gives `victims` (indices into `snapshot.admitted`) their usage back in `snapshot.quota`,
+/// one by one, each where all it holds fits back (`fits_back`). If one does not, none is
+/// given back: false.
+fn victims_fit_back(snapshot: &mut Snapshot, victims: &[usize]) -> bool {
+    for (n, &i) in victims.iter().enumerate() {
+        let victim = &snapshot.admitted[i];
+        if !fits_back(snapshot, victim.queue, &victim.usage) {
+            take_victims_out(snapshot, &victims[..n]);
+            return false;
         }
+        snapshot.quota.add(victim.queue, &victim.usage);
+    }
+    true
+}
+
+/// Whether an admitted workload of `queue` holding `usage` fits back in the future quota:
+/// in every pair, within what its queue may still take (as an admission; a zero amount
+/// always fits), unless no queue of its neighbourhood has quota in that pair (a flavor whose
+/// quota is gone): no room there was promised to anyone.
+fn fits_back(snapshot: &Snapshot, queue: usize, usage: &Usage) -> bool {
+    let quota = &snapshot.quota;
+    let neighbours = snapshot.neighbourhood(queue);
+    usage.iter().all(|&(fr, amount)| {
+        amount <= quota.available(queue, fr)
+            || neighbours.iter().all(|&q| quota.potential(q, fr) == 0)
+    })
+}
+
+/// Removes the usage of `victims` (indices into `snapshot.admitted`) from `snapshot.quota`
+/// again.
+fn take_victims_out(snapshot: &mut Snapshot, victims: &[usize]) {
+    for &i in victims {
+        let victim = &snapshot.admitted[i];
+        snapshot.quota.remove(victim.queue, &victim.usage);
     }
 }
 

@@ -1,16 +1,21 @@
 //! Which admitted workloads a preemptor may evict (the ClusterQueue and cohort policies),
-//! and the quota model victim selection runs against.
+//! in Kueue's order, and the quota model victim selection runs against.
 //!
-//! Rules, following Kueue's policies on a flat cohort:
+//! Rules, following Kueue's classical preemption on a flat cohort:
 //! - its own queue: `withinClusterQueue` `LowerPriority` (strictly lower) or
-//!   `LowerOrNewerEqualPriority` (also equal priority, admitted later... by queue order: newer);
-//! - other queues of the cohort, only while they borrow a pair the preemptor is short of:
-//!   when the preemptor would not borrow once its own queue's candidates are gone,
-//!   `reclaimWithinCohort` (`LowerPriority` or `Any`; reason `InCohortReclamation`); when it
-//!   would still borrow, `borrowWithinCohort` `LowerPriority` below `maxPriorityThreshold`
-//!   (reason `InCohortReclaimWhileBorrowing`).
+//!   `LowerOrNewerEqualPriority` (also equal priority, later in queue order);
+//! - other queues of the cohort, only while they borrow a pair the preemptor is short of, and
+//!   only under `reclaimWithinCohort` (`LowerPriority` or `Any`). Such a candidate may go
+//!   while the preemptor keeps borrowing only when the preemptor fits its own nominal quota
+//!   as things are (it has the better claim, reason `InCohortReclamation`), or under
+//!   `borrowWithinCohort` `LowerPriority` for a candidate of lower priority, at most
+//!   `maxPriorityThreshold` (reason `InCohortReclaimWhileBorrowing`). Otherwise it may go
+//!   only if the preemptor then borrows nothing at all (reason `InCohortReclamation`).
 //!
-//! Only workloads using a pair the preemptor is short of are candidates.
+//! Only workloads using a pair the preemptor is short of are candidates. The candidates of
+//! other queues come first (tier 0), the preemptor's own queue after (tier 1): Kueue reclaims
+//! from borrowers before it preempts inside the preemptor's queue. The attempts, in Kueue's
+//! order (`attempts`), then run KEP-5710's search over the candidates each allows.
 
 use baton_crds::WorkloadKey;
 use chrono::{DateTime, Utc};
@@ -20,8 +25,9 @@ use baton_crds::cluster_queue::{
 };
 
 use super::model::{PendingModel, Snapshot};
-use super::quota::{FrId, QuotaState, Usage};
-use crate::victims::{self, Candidate, Fit, Request, Selection};
+use super::quota::{FrId, Usage};
+use super::quota_fit::QuotaFit;
+use crate::victims::{self, Candidate, Request, Selection};
 
 /// Why a victim is preempted (the `Preempted` condition's reason).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -49,6 +55,10 @@ pub struct CandidateRef {
     pub reason: PreemptReason,
     /// Allowed whatever its priority (reclaim `Any`, or newer with equal priority).
     pub exempt: bool,
+    /// Whether it is in the preemptor's own queue (tier 1) or another (tier 0).
+    pub own_queue: bool,
+    /// Whether it may go while the preemptor still borrows afterwards.
+    pub while_borrowing: bool,
 }
 
 /// Whether a workload of the preemptor's own queue may be preempted under
@@ -76,55 +86,45 @@ fn within_queue(
     }
 }
 
-/// Whether the preemptor would still borrow in a short resource once its own queue's
-/// candidates are gone.
-fn borrows_after(
-    snapshot: &Snapshot,
-    queue: usize,
-    short: &[FrId],
-    demand: &Usage,
-    own_usage: &Usage,
-) -> bool {
-    let amount = |usage: &Usage, fr: FrId| {
-        usage
-            .iter()
-            .find(|(id, _)| *id == fr)
-            .map_or(0, |(_, a)| *a)
-    };
-    short.iter().any(|&fr| {
-        snapshot
-            .quota
-            .borrows_with(queue, fr, amount(demand, fr) - amount(own_usage, fr))
-    })
+/// Whether `demand` fits the queue's nominal quota as things are (usage plus demand at most
+/// nominal in every pair): Kueue's "hierarchical advantage" on a flat cohort.
+fn within_nominal(snapshot: &Snapshot, queue: usize, demand: &Usage) -> bool {
+    demand
+        .iter()
+        .all(|&(fr, amount)| !snapshot.quota.borrows_with(queue, fr, amount))
 }
 
-/// Whether a borrowing workload of another cohort queue, of priority `p`, may be preempted:
-/// under `borrowWithinCohort` when the preemptor would still borrow, else under
-/// `reclaimWithinCohort`. `Some((reason, exempt))` when allowed.
+/// How another cohort queue's workload of priority `p` may be preempted, if at all:
+/// `Some((reason, exempt, while_borrowing))`.
 fn in_cohort(
     policy: &ClusterQueuePreemption,
     p: i32,
     priority: i32,
-    borrowing_after: bool,
-) -> Option<(PreemptReason, bool)> {
-    if borrowing_after {
-        let bwc = &policy.borrow_within_cohort;
-        return (bwc.policy == BorrowWithinCohortPolicy::LowerPriority
-            && p < priority
-            && bwc.max_priority_threshold.is_none_or(|t| p <= t))
-        .then_some((PreemptReason::InCohortReclaimWhileBorrowing, false));
+    advantage: bool,
+) -> Option<(PreemptReason, bool, bool)> {
+    let exempt = match policy.reclaim_within_cohort {
+        ReclaimWithinCohort::Never => return None,
+        ReclaimWithinCohort::LowerPriority if p >= priority => return None,
+        ReclaimWithinCohort::LowerPriority => false,
+        ReclaimWithinCohort::Any => p >= priority,
+    };
+    if advantage {
+        return Some((PreemptReason::InCohortReclamation, exempt, true));
     }
-    match policy.reclaim_within_cohort {
-        ReclaimWithinCohort::Never => None,
-        ReclaimWithinCohort::LowerPriority => {
-            (p < priority).then_some((PreemptReason::InCohortReclamation, false))
-        }
-        ReclaimWithinCohort::Any => Some((PreemptReason::InCohortReclamation, p >= priority)),
-    }
+    let bwc = &policy.borrow_within_cohort;
+    let while_borrowing = bwc.policy == BorrowWithinCohortPolicy::LowerPriority
+        && p < priority
+        && bwc.max_priority_threshold.is_none_or(|t| p <= t);
+    let reason = if while_borrowing {
+        PreemptReason::InCohortReclaimWhileBorrowing
+    } else {
+        PreemptReason::InCohortReclamation
+    };
+    Some((reason, exempt, while_borrowing))
 }
 
-/// The policy-allowed candidates. `excluded[i]` marks admitted workloads already chosen as
-/// victims in this cycle.
+/// The policy-allowed candidates, other queues' first. `excluded[i]` marks admitted
+/// workloads already chosen as victims in this cycle.
 pub fn candidates(
     snapshot: &Snapshot,
     pending: &PendingModel,
@@ -136,57 +136,89 @@ pub fn candidates(
     let policy = &snapshot.queues[queue].preemption;
     let priority = pending.workload.priority;
     let uses_short = |usage: &Usage| usage.iter().any(|(fr, a)| *a > 0 && short.contains(fr));
-    let mut found = Vec::new();
-    let mut own_usage: Usage = Vec::new();
-    for &i in &snapshot.admitted_by_queue[queue] {
+    let usable = |i: usize| {
         let a = &snapshot.admitted[i];
-        if a.evicting || excluded.get(i).copied().unwrap_or(false) || !uses_short(&a.usage) {
+        !a.evicting && !excluded.get(i).copied().unwrap_or(false) && uses_short(&a.usage)
+    };
+    let mut found = Vec::new();
+    if snapshot.queues[queue].cohort.is_some()
+        && policy.reclaim_within_cohort != ReclaimWithinCohort::Never
+    {
+        let advantage = within_nominal(snapshot, queue, demand);
+        for other in snapshot.neighbourhood(queue) {
+            if other == queue
+                || !short
+                    .iter()
+                    .any(|&fr| snapshot.quota.is_borrowing(other, fr))
+            {
+                continue;
+            }
+            let theirs: Vec<CandidateRef> = snapshot.admitted_by_queue[other]
+                .iter()
+                .filter(|&&i| usable(i))
+                .filter_map(|&i| {
+                    let p = snapshot.admitted[i].workload.priority;
+                    let (reason, exempt, while_borrowing) =
+                        in_cohort(policy, p, priority, advantage)?;
+                    Some(CandidateRef {
+                        admitted: i,
+                        reason,
+                        exempt,
+                        own_queue: false,
+                        while_borrowing,
+                    })
+                })
+                .collect();
+            found.extend(while_borrowing(snapshot, other, short, theirs));
+        }
+    }
+    for &i in &snapshot.admitted_by_queue[queue] {
+        if !usable(i) {
             continue;
         }
-        if let Some(exempt) = within_queue(policy.within_cluster_queue, &a.workload, pending) {
-            for &(fr, amount) in &a.usage {
-                super::quota::add_usage(&mut own_usage, fr, amount);
-            }
+        if let Some(exempt) = within_queue(
+            policy.within_cluster_queue,
+            &snapshot.admitted[i].workload,
+            pending,
+        ) {
             found.push(CandidateRef {
                 admitted: i,
                 reason: PreemptReason::InClusterQueue,
                 exempt,
+                own_queue: true,
+                while_borrowing: true,
             });
         }
     }
-    if snapshot.queues[queue].cohort.is_none()
-        || policy.reclaim_within_cohort == ReclaimWithinCohort::Never
-    {
-        return found;
-    }
-    let borrowing_after = borrows_after(snapshot, queue, short, demand, &own_usage);
-    for other in snapshot.neighbourhood(queue) {
-        if other == queue
-            || !short
-                .iter()
-                .any(|&fr| snapshot.quota.is_borrowing(other, fr))
-        {
-            continue;
-        }
-        let mut theirs: Vec<CandidateRef> = Vec::new();
-        for &i in &snapshot.admitted_by_queue[other] {
-            let a = &snapshot.admitted[i];
-            if a.evicting || excluded.get(i).copied().unwrap_or(false) || !uses_short(&a.usage) {
-                continue;
-            }
-            if let Some((reason, exempt)) =
-                in_cohort(policy, a.workload.priority, priority, borrowing_after)
-            {
-                theirs.push(CandidateRef {
-                    admitted: i,
-                    reason,
-                    exempt,
-                });
-            }
-        }
-        found.extend(while_borrowing(snapshot, other, short, theirs));
-    }
     found
+}
+
+/// Kueue's attempts, in order: `true` lets the preemptor borrow afterwards (only the
+/// candidates that may go while it borrows take part), `false` forbids it any borrowing once
+/// admitted (every candidate takes part). Without `borrowWithinCohort`, a preemptor already
+/// at its nominal quota in a pair it is short of never reclaims (only its own queue's
+/// candidates help it); one below it first tries to reclaim without borrowing.
+pub(super) fn attempts(
+    snapshot: &Snapshot,
+    queue: usize,
+    refs: &[CandidateRef],
+    short: &[FrId],
+) -> &'static [bool] {
+    let policy = &snapshot.queues[queue].preemption;
+    let bwc_forbidden = policy.borrow_within_cohort.policy == BorrowWithinCohortPolicy::Never;
+    let from_others = refs.iter().any(|c| !c.own_queue);
+    let under_nominal = short.iter().all(|&fr| {
+        let nominal = snapshot.quota.limits(queue, fr).map_or(0, |l| l.nominal);
+        snapshot.quota.used(queue, fr) < nominal
+    });
+    let advantage = refs.iter().any(|c| !c.own_queue && c.while_borrowing);
+    if !from_others || (bwc_forbidden && !under_nominal) {
+        &[true]
+    } else if bwc_forbidden && !advantage {
+        &[false, true]
+    } else {
+        &[true, false]
+    }
 }
 
 /// As Kueue, another queue's workloads are evicted only while that queue still borrows:
@@ -236,77 +268,6 @@ fn newer(a: DateTime<Utc>, a_key: &WorkloadKey, b: DateTime<Utc>, b_key: &Worklo
     (a, a_key) > (b, b_key)
 }
 
-/// The quota model lent to victim selection: removing a candidate frees its usage in its queue.
-pub struct QuotaFit<'a> {
-    quota: &'a mut QuotaState,
-    queue: usize,
-    demand: &'a Usage,
-    holders: Vec<(usize, &'a Usage)>,
-}
-
-impl<'a> QuotaFit<'a> {
-    pub fn new(
-        quota: &'a mut QuotaState,
-        queue: usize,
-        demand: &'a Usage,
-        holders: Vec<(usize, &'a Usage)>,
-    ) -> Self {
-        QuotaFit {
-            quota,
-            queue,
-            demand,
-            holders,
-        }
-    }
-}
-
-impl Fit for QuotaFit<'_> {
-    fn remove(&mut self, candidate: usize) {
-        let (queue, usage) = self.holders[candidate];
-        self.quota.remove(queue, usage);
-    }
-    fn restore(&mut self, candidate: usize) {
-        let (queue, usage) = self.holders[candidate];
-        self.quota.add(queue, usage);
-    }
-    fn fits(&self) -> bool {
-        self.demand
-            .iter()
-            .all(|&(fr, amount)| amount <= self.quota.available(self.queue, fr))
-    }
-}
-
-/// Cheap oracle for flavor assignment: would evicting every policy-allowed candidate make
-/// `demand` fit? (Toleration and budgets are left to the real selection.)
-pub fn preemption_possible(
-    snapshot: &Snapshot,
-    pending: &PendingModel,
-    demand: &Usage,
-    short: &[FrId],
-) -> bool {
-    if !any_candidate_possible(snapshot, pending) {
-        return false;
-    }
-    let found = candidates(snapshot, pending, demand, short, &[]);
-    let found: Vec<CandidateRef> = found
-        .into_iter()
-        .filter(|c| {
-            c.exempt || snapshot.admitted[c.admitted].workload.priority < pending.workload.priority
-        })
-        .collect();
-    if found.is_empty() {
-        return false;
-    }
-    let mut quota = snapshot.quota.clone();
-    for c in &found {
-        let a = &snapshot.admitted[c.admitted];
-        quota.remove(a.queue, &a.usage);
-    }
-    demand
-        .iter()
-        .all(|&(fr, amount)| amount <= quota.available(pending.queue, fr))
-}
-
 /// False when no admitted workload can be a candidate, whatever it uses: the preemptor's
 /// queue lends it nothing from a cohort and holds nothing of lower priority (nor of equal
 /// priority, when newer equal ones may go). A cycle asks this for every workload that does
@@ -331,7 +292,9 @@ pub fn any_candidate_possible(snapshot: &Snapshot, pending: &PendingModel) -> bo
 }
 
 /// Runs victim selection for a preemptor whose assignment needs `demand` and is short of
-/// `short`. Returns the selection and the candidates it indexes.
+/// `short`: KEP-5710's search over the candidates of each of Kueue's attempts in turn (see
+/// `attempts`), the first that finds victims deciding. Returns the selection and the
+/// candidates it indexes.
 pub fn select_victims(
     snapshot: &mut Snapshot,
     pending: &PendingModel,
@@ -340,9 +303,48 @@ pub fn select_victims(
     excluded: &[bool],
     now: DateTime<Utc>,
 ) -> (Selection, Vec<CandidateRef>) {
-    let refs = candidates(snapshot, pending, demand, short, excluded);
-    let list: Vec<Candidate> = refs
-        .iter()
+    let found = candidates(snapshot, pending, demand, short, excluded);
+    let tries = attempts(snapshot, pending.queue, &found, short);
+    // Lent to the search; nothing below reads `snapshot.quota` until it is back.
+    let mut quota = std::mem::take(&mut snapshot.quota);
+    let mut last = None;
+    for &allow_borrowing in tries {
+        let refs: Vec<CandidateRef> = found
+            .iter()
+            .filter(|c| !allow_borrowing || c.while_borrowing)
+            .copied()
+            .collect();
+        let list = described(snapshot, &refs);
+        let indices: Vec<usize> = refs.iter().map(|c| c.admitted).collect();
+        let bystanders = snapshot.bystanders(&indices);
+        let request = Request {
+            preemptor_priority: pending.workload.priority,
+            candidates: &list,
+            bystanders: &bystanders,
+            budgets: &snapshot.budgets,
+            now,
+        };
+        let holders = holders(snapshot, &refs);
+        let mut fit = QuotaFit::new(&mut quota, pending.queue, demand, holders, allow_borrowing);
+        let selection = victims::select(&request, &mut fit);
+        let found_victims = selection.victims.is_some();
+        last = Some((selection, refs));
+        if found_victims {
+            break;
+        }
+    }
+    snapshot.quota = quota;
+    last.unwrap_or_else(|| {
+        (
+            victims::select(&empty_request(pending, now), &mut NoFit),
+            Vec::new(),
+        )
+    })
+}
+
+/// The candidates as victim selection sees them.
+fn described(snapshot: &Snapshot, refs: &[CandidateRef]) -> Vec<Candidate> {
+    refs.iter()
         .map(|c| {
             let a = &snapshot.admitted[c.admitted];
             Candidate {
@@ -353,29 +355,43 @@ pub fn select_victims(
                 policy: a.workload.policy.clone(),
                 pod_sets: a.workload.pod_groups(),
                 priority_exempt: c.exempt,
+                tier: u8::from(c.own_queue),
             }
         })
-        .collect();
-    let indices: Vec<usize> = refs.iter().map(|c| c.admitted).collect();
-    let bystanders = snapshot.bystanders(&indices);
-    let Snapshot {
-        quota,
-        admitted,
-        budgets,
-        ..
-    } = snapshot;
-    let holders: Vec<(usize, &Usage)> = refs
-        .iter()
-        .map(|c| (admitted[c.admitted].queue, &admitted[c.admitted].usage))
-        .collect();
-    let request = Request {
+        .collect()
+}
+
+/// Each candidate's queue and usage, for `QuotaFit`.
+pub(super) fn holders<'s>(
+    snapshot: &'s Snapshot,
+    refs: &[CandidateRef],
+) -> Vec<(usize, &'s Usage)> {
+    refs.iter()
+        .map(|c| {
+            let a = &snapshot.admitted[c.admitted];
+            (a.queue, &a.usage)
+        })
+        .collect()
+}
+
+/// A request with no candidates (never reached: there is always an attempt).
+fn empty_request(pending: &PendingModel, now: DateTime<Utc>) -> Request<'static> {
+    Request {
         preemptor_priority: pending.workload.priority,
-        candidates: &list,
-        bystanders: &bystanders,
-        budgets,
+        candidates: &[],
+        bystanders: &[],
+        budgets: &[],
         now,
-    };
-    let mut fit = QuotaFit::new(quota, pending.queue, demand, holders);
-    let selection = victims::select(&request, &mut fit);
-    (selection, refs)
+    }
+}
+
+/// A quota model in which nothing fits.
+struct NoFit;
+
+impl victims::Fit for NoFit {
+    fn remove(&mut self, _: usize) {}
+    fn restore(&mut self, _: usize) {}
+    fn fits(&self) -> bool {
+        false
+    }
 }

@@ -9,7 +9,8 @@
 //! - `model`: the inputs; `policy`: the victim-side class policy and its annotations;
 //! - `selector`, `namespaces`, `budgets`: disruption budgets (`policy/v1` semantics);
 //! - `order`: the shared importance order; `guard`: the KEP-4664 hard guarantee;
-//! - `threshold`: the priority binary search; `reprieve`: the reprieve pass;
+//! - `tiers`: Kueue's candidate order across the cohort; `threshold`: the priority binary
+//!   search; `reprieve`: the reprieve pass;
 //! - `select`: the steps in order; `verdict`: the explanation;
 //! - `flat_fit`: [`FlatFit`], a single-pool quota model for tests, benches and the simulator.
 
@@ -24,6 +25,7 @@ mod reprieve;
 mod select;
 mod selector;
 mod threshold;
+mod tiers;
 mod verdict;
 
 #[cfg(test)]

@@ -48,6 +48,11 @@ pub struct Candidate {
     /// workload under `LowerOrNewerEqualPriority`). Without it, a candidate whose priority is
     /// not below the preemptor's is never a victim.
     pub priority_exempt: bool,
+    /// Kueue's candidate order across the cohort: a lower tier is evicted first, so a higher
+    /// tier is touched only when every allowed candidate of the lower tiers is not enough
+    /// (the shim puts other queues' borrowers in tier 0 and the preemptor's own queue in
+    /// tier 1). With a single tier this is plain KEP-5710.
+    pub tier: u8,
 }
 
 /// An admitted workload that is not a candidate: its pods still count for budgets.

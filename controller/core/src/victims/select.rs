@@ -7,6 +7,7 @@ use super::model::{Fit, Request};
 use super::order::{by_importance, by_priority};
 use super::reprieve::{budget_breaking, reprieve};
 use super::threshold::lowest_sufficient;
+use super::tiers::{needed_tiers, split_top};
 use super::verdict::{Selection, Verdict};
 
 /// Chooses the victims: whole workloads, deterministic for a given snapshot whatever the order
@@ -23,10 +24,14 @@ use super::verdict::{Selection, Verdict};
 ///    guarded victim is ever evicted together with other victims beyond one of its budgets.
 /// 3. Everything left is removed from `fit`; if the preemptor still does not fit, there is no
 ///    preemption (`victims: None`).
-/// 4. Binary search for the lowest priority threshold that suffices; candidates above it are
-///    given back ([`Verdict::AboveThreshold`]).
-/// 5. Reprieve pass, most important first — budget-violating candidates first, then higher
-///    priority, longer running, `key` — keeping each one the preemptor fits without.
+/// 4. Tiers (Kueue's candidate order, [`Candidate::tier`](super::Candidate::tier)): whole
+///    tiers are given back from the highest down while the preemptor fits without them
+///    ([`Verdict::Reprieved`]); the lower tiers still needed stay removed.
+/// 5. Binary search, within the highest tier still needed, for the lowest priority threshold
+///    that suffices; candidates above it are given back ([`Verdict::AboveThreshold`]).
+/// 6. Reprieve pass — budget-violating candidates first, then the highest tier's candidates
+///    before the lower tiers', each most important first (higher priority, longer running,
+///    `key`) — keeping each one the preemptor fits without.
 ///
 /// The victims whose eviction still exceeds a budget's allowance (walking them most important
 /// first) are listed in [`Selection::budget_breaking`].
@@ -82,13 +87,20 @@ pub fn select(request: &Request<'_>, fit: &mut impl Fit) -> Selection {
         return decide(None, verdicts, Vec::new(), book);
     }
 
-    let cut = lowest_sufficient(candidates, &pool, fit);
-    let (above, potential) = pool.split_at_mut(cut);
+    let (kept, needed) = needed_tiers(candidates, &pool, fit);
+    for &index in &kept {
+        verdicts[index] = Verdict::Reprieved;
+    }
+    let (mut top, lower) = split_top(candidates, needed);
+    let cut = lowest_sufficient(candidates, &top, fit);
+    let (above, potential) = top.split_at_mut(cut);
     for &index in above.iter() {
         verdicts[index] = Verdict::AboveThreshold;
     }
     by_importance(candidates, potential);
-    let victims = reprieve(&book, potential, fit, &mut verdicts);
+    let mut potential = potential.to_vec();
+    potential.extend(lower);
+    let victims = reprieve(&book, &potential, fit, &mut verdicts);
     for &index in &victims {
         fit.restore(index);
     }

@@ -27,8 +27,8 @@ pub enum Verdict {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Selection {
     /// Indices into [`Request::candidates`](super::Request::candidates), or `None` when even
-    /// evicting every allowed candidate would not make the preemptor fit. Most important
-    /// victim first.
+    /// evicting every allowed candidate would not make the preemptor fit. In reprieve order:
+    /// budget-breaking first, then by tier (highest first), each most important first.
     pub victims: Option<Vec<usize>>,
     /// One verdict per candidate, same order as [`Request::candidates`](super::Request::candidates).
     pub verdicts: Vec<Verdict>,

@@ -55,6 +55,7 @@ pub(crate) fn assignment() -> Assignment {
         usage: Vec::new(),
         short: Vec::new(),
         reasons: Vec::new(),
+        no_fit: None,
     }
 }
 

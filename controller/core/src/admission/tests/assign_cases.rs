@@ -2,7 +2,7 @@
 //! reason given.
 
 use super::world::{World, workload};
-use crate::admission::assign::{Assignment, Mode, assign};
+use crate::admission::assign::{Assignment, Mode, NoFitReason, assign};
 
 /// The assignment of the first pending workload.
 fn assigned(w: &World) -> Assignment {
@@ -62,13 +62,16 @@ fn a_flavor_short_of_room_with_a_possible_victim_needs_preemption() {
 }
 
 #[test]
-fn a_flavor_short_of_room_without_a_possible_victim_does_not_fit() {
+fn a_flavor_short_of_room_without_a_possible_victim_needs_preemption_without_candidates() {
     let mut w = World::default();
     let q = w.queue("cq", None, &[("default", 10)]);
     w.admit(q, "default", workload("ns/peer", 0, 1, 6), 1);
     w.submit(q, workload("ns/a", 0, 2, 6));
+    // Kueue's "no preemption candidates": it needs preemption within its nominal quota, and
+    // waits (its reason is waiting for quota, not a flavor that cannot suit).
     let a = assigned(&w);
-    assert_eq!(a.mode, Mode::NoFit);
+    assert_eq!(a.mode, Mode::Preempt);
+    assert_eq!(a.no_fit, Some(NoFitReason::WaitingForQuota));
     assert_eq!(
         a.reasons,
         [

@@ -440,10 +440,11 @@ fn a_victim_back_in_its_queue_yields_to_its_waiting_preemptor() {
     let d = victim_back_beside_its_preemptor(true);
     assert_eq!(decision(&d, "ns/preemptor").outcome, Outcome::Admit);
     assert_ne!(decision(&d, "ns/victim").outcome, Outcome::Admit);
-    // The preemptor's room is held from the start of the cycle: the victim, decided in the
-    // nominal pass while the borrowing preemptor waits for the second, does not fit.
+    // The preemptor's room is held from the start of the cycle. Both would borrow (the
+    // victim needs preemption and has no candidates), so both wait for the second pass,
+    // where the victim waits for its preemptor.
     let order: Vec<&str> = d.iter().map(|d| d.key.as_str()).collect();
-    assert_eq!(order, vec!["ns/victim", "ns/preemptor"]);
+    assert_eq!(order, vec!["ns/preemptor", "ns/victim"]);
 }
 
 #[test]

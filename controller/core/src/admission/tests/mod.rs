@@ -5,5 +5,7 @@ mod borrowing_victim_cases;
 mod cycle_cases;
 mod held_quota_cases;
 mod hold_cases;
+mod kueue_parity;
 mod queue_cases;
+mod victims_back_cases;
 pub(crate) mod world;

@@ -65,6 +65,7 @@ fn candidate() -> impl Strategy<Value = (Candidate, Vec<i64>)> {
                     policy,
                     pod_sets,
                     priority_exempt: exempt,
+                    tier: 0,
                 };
                 (candidate, usage)
             },

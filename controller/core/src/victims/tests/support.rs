@@ -43,6 +43,7 @@ pub(super) fn cand(name: &str, priority: i32) -> Candidate {
             count: 1,
         }],
         priority_exempt: false,
+        tier: 0,
     }
 }
 
