@@ -68,9 +68,9 @@
 //! - `W=50 P=throughput,gate` (× 1,000, both dispatchers): 4.7 min (AllAtOnce 3.9 min of it).
 //!
 //! The largest shapes a developer can run: one phase at a time, as above. Memory is the
-//! limit on this 24 GiB machine: the manager holds about 20 KB per workload and 0.46 KB per
-//! cached replica (254 MiB at 10,000 × 10 AllAtOnce), the testbed side about 0.5 GiB there;
-//! 50,000 workloads × 20 workers AllAtOnce (1,000,000 replicas) would need about 1.5 GiB for
+//! limit on this 24 GiB machine: the manager holds about 11 KB per workload and 0.52 KB per
+//! cached replica at its peak (194 MiB at 10,000 × 10 AllAtOnce), the testbed side about 0.5 GiB there;
+//! 50,000 workloads × 20 workers AllAtOnce (1,000,000 replicas) would need about 1.1 GiB for
 //! the manager and several GiB for the testbed side.
 
 use std::collections::BTreeMap;
