@@ -25,6 +25,9 @@ use crate::quantity::Resources;
 #[derive(Clone)]
 pub struct PodTemplate(Arc<Compact>);
 
+/// One pod's requests by resource, sorted by resource.
+type SortedRequests = Box<[(Box<str>, i128)]>;
+
 struct Compact {
     /// The template serialised from its typed form (so it parses back).
     json: Box<str>,
@@ -33,7 +36,7 @@ struct Compact {
     tolerations: Vec<Toleration>,
     /// One pod's effective requests, sorted by resource (a map would hold a whole tree
     /// node for one or two entries); an error's path starts at the template (`spec.…`).
-    requests: Result<Box<[(Box<str>, i128)]>, DemandError>,
+    requests: Result<SortedRequests, DemandError>,
 }
 
 impl PodTemplate {
