@@ -3,22 +3,16 @@
 //! `preference`). It runs the real attempts and search (`preempt::select_victims`' steps)
 //! on a copy of the quota, leaving toleration and disruption budgets to the real selection.
 
+use baton_crds::cluster_queue::WithinClusterQueue;
 use chrono::{DateTime, Utc};
 
 use super::model::{PendingModel, Snapshot};
+use super::oracle_memo::MemoKey;
+pub use super::oracle_memo::Simulated;
 use super::preempt::{CandidateRef, any_candidate_possible, attempts, candidates, holders};
 use super::quota::{FrId, Usage};
 use super::quota_fit::QuotaFit;
-use crate::victims::{self, Candidate, Request, VictimPolicy};
-
-/// The outcome of a simulated preemption that finds victims.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Simulated {
-    /// Some victim is in the preemptor's own queue (Kueue's `Preempt`; otherwise `Reclaim`).
-    pub own_queue: bool,
-    /// The preemptor borrows once its victims are gone and it is admitted.
-    pub borrows_after: bool,
-}
+use crate::victims::{self, Candidate, Fit, Request, VictimPolicy};
 
 /// Never tolerates, never guards a budget: the oracle's victims' policy.
 const ANY_PREEMPTOR: VictimPolicy = VictimPolicy {
@@ -28,7 +22,7 @@ const ANY_PREEMPTOR: VictimPolicy = VictimPolicy {
 };
 
 /// What preempting for `demand` (short of `short`) would do; `None` when no victims make it
-/// fit.
+/// fit. Within a cycle (`Memo`), the answer for the same inputs is computed once.
 pub fn simulate(
     snapshot: &Snapshot,
     pending: &PendingModel,
@@ -38,6 +32,64 @@ pub fn simulate(
     if !any_candidate_possible(snapshot, pending) {
         return None;
     }
+    // Candidates are admitted workloads of the neighbourhood: without any, there are none
+    // (an empty cluster filling up asks this for every workload that does not fit).
+    if neighbourhood(snapshot, pending.queue).all(|q| snapshot.admitted_by_queue[q].is_empty()) {
+        return None;
+    }
+    snapshot.oracle_memo.answer(
+        || memo_key(snapshot, pending, demand, short),
+        || search(snapshot, pending, demand, short),
+    )
+}
+
+/// The inputs of `search` that may change within a cycle (see `MemoKey`).
+fn memo_key(
+    snapshot: &Snapshot,
+    pending: &PendingModel,
+    demand: &Usage,
+    short: &[FrId],
+) -> MemoKey {
+    let queue = pending.queue;
+    let order = (snapshot.queues[queue].preemption.within_cluster_queue
+        == WithinClusterQueue::LowerOrNewerEqualPriority)
+        .then(|| (pending.workload.created, pending.workload.key.clone()));
+    let mut used = Vec::new();
+    for other in neighbourhood(snapshot, queue) {
+        for &(fr, _) in demand {
+            used.push(snapshot.quota.used(other, fr));
+        }
+    }
+    MemoKey {
+        queue,
+        priority: pending.workload.priority,
+        order,
+        demand: demand.clone(),
+        short: short.to_vec(),
+        used,
+    }
+}
+
+/// The queues whose workloads may be candidates (`Snapshot::neighbourhood`, borrowed).
+fn neighbourhood(snapshot: &Snapshot, queue: usize) -> impl Iterator<Item = usize> + '_ {
+    let members = snapshot.queues[queue].cohort.as_ref().map(|name| {
+        snapshot
+            .cohort_members
+            .get(name)
+            .map_or(&[][..], Vec::as_slice)
+    });
+    let alone = members.is_none().then_some(queue);
+    members.into_iter().flatten().copied().chain(alone)
+}
+
+/// The simulated preemption itself: Kueue's attempts in order, the first that finds victims
+/// deciding.
+fn search(
+    snapshot: &Snapshot,
+    pending: &PendingModel,
+    demand: &Usage,
+    short: &[FrId],
+) -> Option<Simulated> {
     let found = candidates(snapshot, pending, demand, short, &[]);
     if found.is_empty() {
         return None;
@@ -49,6 +101,13 @@ pub fn simulate(
             .filter(|c| !allow_borrowing || c.while_borrowing)
             .copied()
             .collect();
+        let holders = holders(snapshot, &refs);
+        let mut fit = QuotaFit::new(&mut quota, pending.queue, demand, holders, allow_borrowing);
+        // The search removes at most every candidate and its quota model is monotone: if the
+        // preemptor does not fit with all of them gone, the search finds no victims.
+        if !fits_without_all(&mut fit, refs.len()) {
+            continue;
+        }
         let list = light(snapshot, &refs);
         let request = Request {
             preemptor_priority: pending.workload.priority,
@@ -57,8 +116,6 @@ pub fn simulate(
             budgets: &[],
             now: DateTime::<Utc>::MIN_UTC,
         };
-        let holders = holders(snapshot, &refs);
-        let mut fit = QuotaFit::new(&mut quota, pending.queue, demand, holders, allow_borrowing);
         let Some(victims) = victims::select(&request, &mut fit).victims else {
             continue;
         };
@@ -76,6 +133,19 @@ pub fn simulate(
         });
     }
     None
+}
+
+/// Whether the preemptor fits with every one of `count` candidates removed from `fit` (left
+/// as it was).
+fn fits_without_all(fit: &mut impl Fit, count: usize) -> bool {
+    for index in 0..count {
+        fit.remove(index);
+    }
+    let fits = fit.fits();
+    for index in 0..count {
+        fit.restore(index);
+    }
+    fits
 }
 
 /// The candidates with only what the search reads without policies and budgets.
