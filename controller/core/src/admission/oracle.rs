@@ -3,6 +3,10 @@
 //! `preference`). It runs the real attempts and search (`preempt::select_victims`' steps)
 //! on a copy of the quota, leaving toleration and disruption budgets to the real selection.
 
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
+use baton_crds::WorkloadKey;
 use baton_crds::cluster_queue::WithinClusterQueue;
 use chrono::{DateTime, Utc};
 
@@ -37,36 +41,80 @@ pub fn simulate(
     if neighbourhood(snapshot, pending.queue).all(|q| snapshot.admitted_by_queue[q].is_empty()) {
         return None;
     }
+    let asked = Asked {
+        snapshot,
+        pending,
+        demand,
+        short,
+    };
     snapshot.oracle_memo.answer(
-        || memo_key(snapshot, pending, demand, short),
+        asked.fingerprint(),
+        |key| asked.is(key),
+        || asked.key(),
         || search(snapshot, pending, demand, short),
     )
 }
 
-/// The inputs of `search` that may change within a cycle (see `MemoKey`).
-fn memo_key(
-    snapshot: &Snapshot,
-    pending: &PendingModel,
-    demand: &Usage,
-    short: &[FrId],
-) -> MemoKey {
-    let queue = pending.queue;
-    let order = (snapshot.queues[queue].preemption.within_cluster_queue
-        == WithinClusterQueue::LowerOrNewerEqualPriority)
-        .then(|| (pending.workload.created, pending.workload.key.clone()));
-    let mut used = Vec::new();
-    for other in neighbourhood(snapshot, queue) {
-        for &(fr, _) in demand {
-            used.push(snapshot.quota.used(other, fr));
-        }
+/// The inputs of `search` that may change within a cycle (see `MemoKey`), looked up
+/// without building a key; one is built only for an answer not yet remembered.
+struct Asked<'x> {
+    snapshot: &'x Snapshot,
+    pending: &'x PendingModel,
+    demand: &'x Usage,
+    short: &'x [FrId],
+}
+
+impl Asked<'_> {
+    /// The preemptor's place in queue order, where newer workloads of equal priority may go.
+    fn order(&self) -> Option<(DateTime<Utc>, &WorkloadKey)> {
+        let w = &self.pending.workload;
+        (self.snapshot.queues[self.pending.queue]
+            .preemption
+            .within_cluster_queue
+            == WithinClusterQueue::LowerOrNewerEqualPriority)
+            .then_some((w.created, &w.key))
     }
-    MemoKey {
-        queue,
-        priority: pending.workload.priority,
-        order,
-        demand: demand.clone(),
-        short: short.to_vec(),
-        used,
+
+    /// The neighbourhood's usage of the demand's pairs.
+    fn used(&self) -> impl Iterator<Item = i128> + '_ {
+        neighbourhood(self.snapshot, self.pending.queue).flat_map(move |other| {
+            self.demand
+                .iter()
+                .map(move |&(fr, _)| self.snapshot.quota.used(other, fr))
+        })
+    }
+
+    fn fingerprint(&self) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        self.pending.queue.hash(&mut hasher);
+        self.pending.workload.priority.hash(&mut hasher);
+        self.order().hash(&mut hasher);
+        self.demand.hash(&mut hasher);
+        self.short.hash(&mut hasher);
+        for used in self.used() {
+            used.hash(&mut hasher);
+        }
+        hasher.finish()
+    }
+
+    fn is(&self, key: &MemoKey) -> bool {
+        key.queue == self.pending.queue
+            && key.priority == self.pending.workload.priority
+            && key.order.as_ref().map(|(at, k)| (*at, k)) == self.order()
+            && key.demand == *self.demand
+            && key.short == self.short
+            && key.used.iter().copied().eq(self.used())
+    }
+
+    fn key(&self) -> MemoKey {
+        MemoKey {
+            queue: self.pending.queue,
+            priority: self.pending.workload.priority,
+            order: self.order().map(|(at, k)| (at, k.clone())),
+            demand: self.demand.clone(),
+            short: self.short.to_vec(),
+            used: self.used().collect(),
+        }
     }
 }
 

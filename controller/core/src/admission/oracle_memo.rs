@@ -26,7 +26,7 @@ pub struct Simulated {
 /// and the usage of the demand's pairs by every queue of the neighbourhood (all that
 /// `available`, `borrows_with` and `is_borrowing` read for those pairs; the search asks
 /// about no other pair).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct MemoKey {
     pub(super) queue: usize,
     pub(super) priority: i32,
@@ -36,7 +36,8 @@ pub(super) struct MemoKey {
     pub(super) used: Vec<i128>,
 }
 
-type Answers = HashMap<MemoKey, Option<Simulated>>;
+/// By the inputs' fingerprint, the keys with that fingerprint and their answers.
+type Answers = HashMap<u64, Vec<(MemoKey, Option<Simulated>)>>;
 
 /// The oracle's answers while a cycle runs (`None` outside one: nothing is remembered).
 /// During a cycle only the quota changes: the admitted workloads, their queues and the
@@ -55,29 +56,36 @@ impl Memo {
         *self.0.get_mut().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
-    /// The answer remembered for `key`, else `compute`'s (remembered while a cycle runs).
-    /// Debug builds compute every remembered answer again and check it is the same.
+    /// The answer remembered for the key `is` recognises among those of `fingerprint`, else
+    /// `compute`'s (remembered under `key()` while a cycle runs). Debug builds compute every
+    /// remembered answer again and check it is the same.
     pub(super) fn answer(
         &self,
+        fingerprint: u64,
+        is: impl Fn(&MemoKey) -> bool,
         key: impl FnOnce() -> MemoKey,
         compute: impl Fn() -> Option<Simulated>,
     ) -> Option<Simulated> {
-        let key = {
+        {
             let answers = self.lock();
             let Some(answers) = answers.as_ref() else {
                 return compute();
             };
-            let key = key();
-            if let Some(&answer) = answers.get(&key) {
-                drop(answers);
-                debug_assert_eq!(answer, compute(), "the oracle's memo answered {key:?}");
+            let known = answers
+                .get(&fingerprint)
+                .and_then(|known| known.iter().find(|(k, _)| is(k)));
+            if let Some((k, answer)) = known {
+                let answer = *answer;
+                debug_assert_eq!(answer, compute(), "the oracle's memo answered {k:?}");
                 return answer;
             }
-            key
-        };
+        }
         let answer = compute();
         if let Some(answers) = self.lock().as_mut() {
-            answers.insert(key, answer);
+            answers
+                .entry(fingerprint)
+                .or_default()
+                .push((key(), answer));
         }
         answer
     }
