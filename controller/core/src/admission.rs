@@ -5,6 +5,7 @@ pub mod assign;
 pub mod cycle;
 pub mod model;
 mod oracle;
+mod oracle_memo;
 pub mod preempt;
 pub mod queues;
 pub mod quota;

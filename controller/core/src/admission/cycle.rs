@@ -258,6 +258,18 @@ pub fn schedule_drafts<'a>(
     pending: &[&'a PendingModel],
     now: DateTime<Utc>,
 ) -> Vec<Draft<'a>> {
+    // The flavor oracle remembers its answers for this cycle only.
+    snapshot.oracle_memo.start();
+    let drafts = drafts(snapshot, pending, now);
+    snapshot.oracle_memo.stop();
+    drafts
+}
+
+fn drafts<'a>(
+    snapshot: &mut Snapshot,
+    pending: &[&'a PendingModel],
+    now: DateTime<Utc>,
+) -> Vec<Draft<'a>> {
     let mut by_queue: Vec<Vec<&PendingModel>> = vec![Vec::new(); snapshot.queues.len()];
     for &p in pending {
         if let Some(list) = by_queue.get_mut(p.queue) {

@@ -146,6 +146,8 @@ pub struct Snapshot {
     /// Per queue, the lowest priority of its admitted workloads that are not evicting (kept
     /// by `push_admitted`): lets `preempt::preemption_possible` answer "no" at once.
     pub(super) lowest_priority: Vec<Option<i32>>,
+    /// The flavor oracle's answers within one cycle.
+    pub(super) oracle_memo: super::oracle_memo::Memo,
 }
 
 impl Snapshot {
@@ -202,6 +204,7 @@ impl Snapshot {
             cohort_members,
             budgets,
             lowest_priority: vec![None; queues_len],
+            oracle_memo: Default::default(),
         };
         for a in admitted {
             snapshot.push_admitted(a);
