@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::schema;
 
+mod shrink;
 mod template;
 pub use template::PodTemplate;
 

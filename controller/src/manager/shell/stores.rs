@@ -57,12 +57,17 @@ impl RoutingObjects for ManagerStores {
 
 /// A manager Workload as its cache keeps it: without managed fields and kubectl's copy of
 /// the applied object (replicas do not carry it, and the manager writes only the status and
-/// the finalizers, never the whole object).
+/// the finalizers, never the whole object), and without the spare room of its lists.
 pub fn strip_manager_workload(wl: &mut Workload) {
     strip_managed_fields(wl);
     if let Some(annotations) = wl.metadata.annotations.as_mut() {
         annotations.remove(LAST_APPLIED);
+        if annotations.is_empty() {
+            // An emptied map keeps its node; a new one holds none.
+            *annotations = Default::default();
+        }
     }
+    wl.shrink_to_fit();
 }
 
 /// See [`strip_manager_workload`].
