@@ -183,7 +183,7 @@ impl Context {
     /// it yet.
     fn newest(&self, id: &ReplicaId, cached: &CachedReplica, now: Instant) -> CachedReplica {
         let version = cached.resource_version();
-        newest(&self.memories.opened, id, cached, version, now)
+        newest(&self.memories.opened, id, cached, version.as_deref(), now)
     }
 
     /// The cached manager Workload, or the one we wrote if the cache has not caught up with

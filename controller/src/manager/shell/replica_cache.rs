@@ -198,7 +198,7 @@ mod tests {
         assert_eq!(
             cache
                 .get("a", "x")
-                .and_then(|r| r.resource_version().map(str::to_string)),
+                .and_then(|r| r.resource_version().map(|v| v.into_owned())),
             Some("11".into()),
             "the newest version is kept"
         );

@@ -6,6 +6,8 @@
 //! read off the object once, when the watch delivers it, by the same rules as before
 //! ([`ungate::view_of`] for the gate, the signal and the cost).
 
+use std::borrow::Cow;
+
 use baton_core::ungate::{self, GateObservation, ReplicaView};
 use baton_crds::conditions::find_condition;
 use baton_crds::constants::condition;
@@ -17,26 +19,41 @@ use kube::ResourceExt;
 
 use super::REDISPATCH_ANNOTATION;
 
-/// What the manager knows of one replica.
+/// What the manager knows of one replica. A pending replica — most of them, by far — costs
+/// the record alone (about 180 bytes with its shared pointer): its identifiers are numbers
+/// when they have the usual form, and what only admitted, evicted or re-dispatched replicas
+/// carry sits behind one pointer that is empty for the rest.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CachedReplica {
-    uid: Option<Box<str>>,
-    resource_version: Option<Box<str>>,
+    uid: Option<Ident>,
+    resource_version: Option<Ident>,
     digest: SpecDigest,
-    /// [`REDISPATCH_ANNOTATION`].
-    stamp: Option<Box<str>>,
     /// The gate, the blocked signal, admission and the preemption cost, as the ungating
     /// rule reads them (its `cluster` is left empty: the cache is per cluster).
     view: ReplicaView,
+    quota_reserved: bool,
+    /// `status.admission` is set.
+    has_admission: bool,
+    rare: Option<Box<Rare>>,
+}
+
+/// What few replicas carry.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Rare {
+    /// [`REDISPATCH_ANNOTATION`].
+    stamp: Option<Box<str>>,
     /// `Admitted=True` since.
     admitted_at: Option<DateTime<Utc>>,
     /// `Evicted=True`: its reason.
     evicted: Option<Box<str>>,
-    quota_reserved: bool,
-    /// `status.admission` is set.
-    has_admission: bool,
     /// The conditions the winner's are mirrored from ([`MIRRORED_CONDITIONS`]), whole.
     mirrored: Box<[Condition]>,
+}
+
+impl Rare {
+    fn boxed(self) -> Option<Box<Self>> {
+        (self != Self::default()).then(|| Box::new(self))
+    }
 }
 
 /// Conditions copied from the winning replica to the manager's Workload. Its quota
@@ -58,38 +75,41 @@ impl CachedReplica {
             s.reason.shrink_to_fit();
             s
         });
-        Self {
-            uid: full.metadata.uid.as_deref().map(Box::from),
-            resource_version: full.metadata.resource_version.as_deref().map(Box::from),
-            digest: SpecDigest::of(&full.spec),
+        let rare = Rare {
             stamp: full
                 .annotations()
                 .get(REDISPATCH_ANNOTATION)
                 .map(|s| Box::from(s.as_str())),
-            view,
             admitted_at: true_condition(condition::ADMITTED)
                 .map(|c| to_chrono(&c.last_transition_time)),
             evicted: true_condition(condition::EVICTED).map(|c| Box::from(c.reason.as_str())),
-            quota_reserved: true_condition(condition::QUOTA_RESERVED).is_some(),
-            has_admission: full.status.as_ref().is_some_and(|s| s.admission.is_some()),
             mirrored: MIRRORED_CONDITIONS
                 .iter()
                 .filter_map(|t| find_condition(conditions, t).cloned())
                 .collect(),
+        };
+        Self {
+            uid: full.metadata.uid.as_deref().map(Ident::new),
+            resource_version: full.metadata.resource_version.as_deref().map(Ident::new),
+            digest: SpecDigest::of(&full.spec),
+            view,
+            quota_reserved: true_condition(condition::QUOTA_RESERVED).is_some(),
+            has_admission: full.status.as_ref().is_some_and(|s| s.admission.is_some()),
+            rare: rare.boxed(),
         }
     }
 
     pub fn uid(&self) -> Option<String> {
-        self.uid.as_deref().map(str::to_string)
+        self.uid.as_ref().map(Ident::to_string)
     }
 
-    pub fn resource_version(&self) -> Option<&str> {
-        self.resource_version.as_deref()
+    pub fn resource_version(&self) -> Option<Cow<'_, str>> {
+        self.resource_version.as_ref().map(Ident::text)
     }
 
     /// The manager's re-dispatch stamp the replica was made with.
     pub fn stamp(&self) -> Option<&str> {
-        self.stamp.as_deref()
+        self.rare.as_ref()?.stamp.as_deref()
     }
 
     /// The replica as the ungating rule reads it, on `cluster`.
@@ -101,12 +121,12 @@ impl CachedReplica {
     }
 
     pub fn admitted_at(&self) -> Option<DateTime<Utc>> {
-        self.admitted_at
+        self.rare.as_ref()?.admitted_at
     }
 
     /// The reason of a True `Evicted` condition.
     pub fn evicted(&self) -> Option<&str> {
-        self.evicted.as_deref()
+        self.rare.as_ref()?.evicted.as_deref()
     }
 
     pub fn quota_reserved(&self) -> bool {
@@ -115,12 +135,12 @@ impl CachedReplica {
 
     /// The winner's conditions the manager mirrors, as the replica has them.
     pub fn mirrored(&self) -> &[Condition] {
-        &self.mirrored
+        self.rare.as_ref().map_or(&[], |r| &r.mirrored)
     }
 
     /// Holds quota on its worker and is not being evicted.
     pub fn holds_quota(&self) -> bool {
-        self.quota_reserved && self.evicted.is_none()
+        self.quota_reserved && self.evicted().is_none()
     }
 
     /// Its worker may have evicted workloads for it: its gate was open, or it reserved quota.
@@ -143,23 +163,17 @@ impl CachedReplica {
             uid,
             resource_version: _,
             digest,
-            stamp,
             view,
-            admitted_at,
-            evicted,
             quota_reserved,
             has_admission,
-            mirrored,
+            rare,
         } = self;
         *uid != other.uid
             || *digest != other.digest
-            || *stamp != other.stamp
             || *view != other.view
-            || *admitted_at != other.admitted_at
-            || *evicted != other.evicted
             || *quota_reserved != other.quota_reserved
             || *has_admission != other.has_admission
-            || *mirrored != other.mirrored
+            || *rare != other.rare
     }
 
     /// The same replica with its Open gate counted from `at` (see `gate_clock`).
@@ -174,6 +188,72 @@ impl CachedReplica {
         }
         self
     }
+}
+
+/// A uid or a resourceVersion. Both are opaque strings to a client, but the API server
+/// writes a lower-case UUID and a decimal number: those are kept as numbers (no allocation)
+/// and written back exactly; any other text is kept as text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Ident {
+    Uuid([u64; 2]),
+    Number(u64),
+    Text(Box<str>),
+}
+
+impl Ident {
+    fn new(text: &str) -> Self {
+        if let Some(uuid) = parse_uuid(text) {
+            return Self::Uuid(uuid);
+        }
+        match text.parse::<u64>() {
+            Ok(n) if n.to_string() == text => Self::Number(n),
+            _ => Self::Text(Box::from(text)),
+        }
+    }
+
+    fn text(&self) -> Cow<'_, str> {
+        match self {
+            Self::Text(text) => Cow::Borrowed(text),
+            other => Cow::Owned(other.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for Ident {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Uuid([high, low]) => write!(
+                f,
+                "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+                high >> 32,
+                (high >> 16) & 0xffff,
+                high & 0xffff,
+                low >> 48,
+                low & 0xffff_ffff_ffff
+            ),
+            Self::Number(n) => write!(f, "{n}"),
+            Self::Text(text) => f.write_str(text),
+        }
+    }
+}
+
+/// A UUID in its canonical lower-case form (8-4-4-4-12 hex digits), as two numbers.
+fn parse_uuid(text: &str) -> Option<[u64; 2]> {
+    let bytes = text.as_bytes();
+    if bytes.len() != 36 {
+        return None;
+    }
+    let mut digits = 0u128;
+    for (i, &b) in bytes.iter().enumerate() {
+        let digit = match b {
+            b'-' if matches!(i, 8 | 13 | 18 | 23) => continue,
+            b'0'..=b'9' if !matches!(i, 8 | 13 | 18 | 23) => b - b'0',
+            b'a'..=b'f' if !matches!(i, 8 | 13 | 18 | 23) => b - b'a' + 10,
+            _ => return None,
+        };
+        digits = (digits << 4) | u128::from(digit);
+    }
+    Some([(digits >> 64) as u64, digits as u64])
 }
 
 /// Whether the replica's spec still matches the manager's. Gates are ignored (Kueue #12543),

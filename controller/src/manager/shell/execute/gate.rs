@@ -49,7 +49,12 @@ pub async fn open(
         Ok(written) => written,
         Err(e) => return conflict_or(e, "open gate", &opening.cluster),
     };
-    ctx.remember_opened(&opening.cluster, wl, replica.resource_version(), &written);
+    ctx.remember_opened(
+        &opening.cluster,
+        wl,
+        replica.resource_version().as_deref(),
+        &written,
+    );
     count(&ctx.metrics, opening, now);
     if let Some(previous) = opening.previous_opened_at {
         report_timeout(ctx, wl, opening, previous).await;

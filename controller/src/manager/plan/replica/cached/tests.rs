@@ -103,7 +103,7 @@ fn a_pending_signalling_replica_is_read_as_the_ungating_rule_reads_it() {
     let cached = CachedReplica::compact(&full);
     assert_eq!(cached.view("w1"), ungate::view_of("w1", &full));
     assert_eq!(cached.uid().as_deref(), Some("u-1"));
-    assert_eq!(cached.resource_version(), Some("7"));
+    assert_eq!(cached.resource_version().as_deref(), Some("7"));
     assert_eq!(cached.stamp(), Some("2026-01-01T00:00:00Z"));
     assert_eq!(cached.admitted_at(), None);
     assert_eq!(cached.evicted(), None);
@@ -160,4 +160,50 @@ fn an_admission_or_an_open_gate_means_it_may_have_preempted() {
         closed,
         "only an Open gate moves"
     );
+}
+
+#[test]
+fn identifiers_come_back_exactly_as_written() {
+    for text in [
+        "348f8e46-0c5c-4b77-8aff-aeab87be8b60",
+        "00000000-0000-0000-0000-000000000000",
+        "ffffffff-ffff-ffff-ffff-ffffffffffff",
+        "6138",
+        "0",
+        "18446744073709551615",
+        "18446744073709551616",
+        "007",
+        "+7",
+        "348F8E46-0C5C-4B77-8AFF-AEAB87BE8B60",
+        "348f8e46-0c5c-4b77-8aff-aeab87be8b6",
+        "348f8e46x0c5c-4b77-8aff-aeab87be8b60",
+        "348f8e460c5c-4b77-8aff-aeab87be8b60-",
+        "u-1",
+        "",
+    ] {
+        let ident = Ident::new(text);
+        assert_eq!(ident.to_string(), text);
+        assert_eq!(ident.text(), text);
+    }
+    assert!(matches!(
+        Ident::new("348f8e46-0c5c-4b77-8aff-aeab87be8b60"),
+        Ident::Uuid(_)
+    ));
+    assert!(matches!(Ident::new("6138"), Ident::Number(6138)));
+    assert!(matches!(Ident::new("007"), Ident::Text(_)));
+}
+
+#[test]
+fn a_pending_replica_is_a_record_without_rare_parts() {
+    let mut full = build_replica(&manager(), "mk", true);
+    full.metadata.uid = Some("348f8e46-0c5c-4b77-8aff-aeab87be8b60".into());
+    full.metadata.resource_version = Some("6138".into());
+    let cached = CachedReplica::compact(&full);
+    assert!(cached.rare.is_none());
+    assert_eq!(
+        cached.uid().as_deref(),
+        Some("348f8e46-0c5c-4b77-8aff-aeab87be8b60")
+    );
+    let size = std::mem::size_of::<CachedReplica>();
+    assert!(size <= 200, "{size} bytes");
 }
