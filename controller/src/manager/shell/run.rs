@@ -142,6 +142,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
             ready.set_ready();
             tracing::info!("caches synced; ready");
             let _ = all.send(());
+            resync(all).await;
         });
     }
     if !config.gc_interval.is_zero() {
@@ -158,6 +159,24 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
         leadership.release().await;
     }
     Ok(())
+}
+
+/// How often every manager Workload is looked at again although nothing announced a
+/// change, so that a lost event never strands one.
+const RESYNC: Duration = Duration::from_secs(300);
+
+/// Wakes every workload each [`RESYNC`]: one timer for all of them, where a requeue per
+/// workload would keep a timer and a queue entry for each (10,000 pending workloads held
+/// about 8 MB of them).
+async fn resync(all: mpsc::UnboundedSender<()>) {
+    let mut every = tokio::time::interval_at(tokio::time::Instant::now() + RESYNC, RESYNC);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        if all.send(()).is_err() {
+            return;
+        }
+    }
 }
 
 /// A controller whose cache holds objects as `strip` leaves them.

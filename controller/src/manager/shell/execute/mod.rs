@@ -60,12 +60,16 @@ pub async fn execute(
             },
         );
     }
-    // A periodic look even when idle, so a lost event never strands a workload.
-    let mut after = plan.requeue_after.unwrap_or(Duration::from_secs(300));
-    if created == Outcome::Conflict {
-        after = after.min(RETRY_CREATION);
-    }
-    Ok(Action::requeue(after))
+    // Only a decision that waits for time gets a timer: a periodic look at every workload
+    // (the run loop's resync) covers a lost event without one timer per workload.
+    let after = match created {
+        Outcome::Conflict => Some(
+            plan.requeue_after
+                .map_or(RETRY_CREATION, |a| a.min(RETRY_CREATION)),
+        ),
+        Outcome::Done => plan.requeue_after,
+    };
+    Ok(after.map_or_else(Action::await_change, Action::requeue))
 }
 
 /// How a write ended when it did not fail.
