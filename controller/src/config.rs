@@ -166,6 +166,11 @@ pub struct ClientConfig {
     pub qps: f32,
     /// Requests allowed in a burst above `qps`.
     pub burst: u32,
+    /// Requests to one worker awaiting their answer at any moment; the others wait their
+    /// turn in the manager. Each one in flight holds a connection and its buffers, so this
+    /// bounds the manager's memory during a dispatch burst (10,000 workloads at once to 10
+    /// workers) without slowing it: the worker's API server answers them one by one anyway.
+    pub max_in_flight: u32,
 }
 
 impl Default for ClientConfig {
@@ -173,6 +178,7 @@ impl Default for ClientConfig {
         Self {
             qps: 50.0,
             burst: 100,
+            max_in_flight: 16,
         }
     }
 }
@@ -306,6 +312,12 @@ impl Configuration {
         }
         if self.worker_client.burst == 0 {
             return Err(ConfigError::new("workerClient.burst", "must be at least 1"));
+        }
+        if self.worker_client.max_in_flight == 0 {
+            return Err(ConfigError::new(
+                "workerClient.maxInFlight",
+                "must be at least 1",
+            ));
         }
         let le = &self.leader_election;
         positive("leaderElection.leaseDuration", le.lease_duration)?;
@@ -448,6 +460,7 @@ dispatcher:
 workerClient:
   qps: 20.5
   burst: 40
+  maxInFlight: 8
 allowInsecureKubeconfigs: true
 leaderElection:
   enabled: false
@@ -474,6 +487,7 @@ healthProbeBindAddress: 127.0.0.1:9091
             Duration::from_secs(45)
         );
         assert_eq!(config.worker_client.burst, 40);
+        assert_eq!(config.worker_client.max_in_flight, 8);
         assert!(config.allow_insecure_kubeconfigs);
         assert_eq!(
             config.leader_election.lease_name.as_deref(),
@@ -533,6 +547,7 @@ healthProbeBindAddress: 127.0.0.1:9091
             ),
             ("workerClient: {qps: 0}", "workerClient.qps"),
             ("workerClient: {burst: 0}", "workerClient.burst"),
+            ("workerClient: {maxInFlight: 0}", "workerClient.maxInFlight"),
             (
                 "leaderElection: {leaseDuration: 5s, renewDeadline: 10s}",
                 "leaderElection.renewDeadline",

@@ -461,14 +461,16 @@ fn strip_job_copy(job: &mut Job) {
 }
 
 /// A client that sends at most `burst` requests at once and `qps` per second on average
-/// (the window is `burst / qps` seconds), so one busy workload cannot flood a worker.
+/// (the window is `burst / qps` seconds), so one busy workload cannot flood a worker, and
+/// has at most `maxInFlight` awaiting their answer.
 pub fn rate_limited_client(config: Config, limits: &ClientConfig) -> Result<Client, String> {
     let burst = u64::from(limits.burst.max(1));
     let window = Duration::from_secs_f64(burst as f64 / f64::from(limits.qps.max(0.001)));
-    let layer = tower::limit::RateLimitLayer::new(burst, window);
+    let rate = tower::limit::RateLimitLayer::new(burst, window);
+    let in_flight = tower::limit::ConcurrencyLimitLayer::new(limits.max_in_flight.max(1) as usize);
     let builder = kube::client::ClientBuilder::try_from(config)
         .map_err(|e| format!("cannot build client: {e}"))?;
-    Ok(builder.with_layer(&layer).build())
+    Ok(builder.with_layer(&rate).with_layer(&in_flight).build())
 }
 
 /// Writes the MultiKueueCluster's `Active` condition (the manager is its only writer).
