@@ -111,6 +111,24 @@ impl Default for Memories {
     }
 }
 
+impl Memories {
+    /// The manager Workload cache now holds `cached`: a Workload we wrote over another
+    /// version is of no more use (`newest_workload` would drop it at the next pass). Called
+    /// by the watch, so that during a burst of writes each written copy goes as soon as the
+    /// cache has its own, not when the workload's next pass comes, up to a minute later.
+    pub fn cache_holds(&self, cached: &Workload) {
+        let key = WorkloadKey::of(cached);
+        let now = Instant::now();
+        let mut written = lock(&self.written);
+        let superseded = written.get(&key, now).is_some_and(|(replaced, _)| {
+            replaced.as_deref() != cached.metadata.resource_version.as_deref()
+        });
+        if superseded {
+            written.remove(&key, now);
+        }
+    }
+}
+
 /// Replicas deleted lately, by (cluster, workload, uid). A replica of the same workload
 /// with another uid is another object: it is not remembered here.
 #[derive(Debug)]
@@ -158,7 +176,9 @@ pub struct Context {
     /// Workloads with a replica waiting for its gate (for the gauge).
     pub gated: Mutex<HashSet<WorkloadKey>>,
     /// What we wrote that the caches may not show yet.
-    pub memories: Memories,
+    /// Shared with the manager Workload watch, which drops a written Workload once the
+    /// cache holds its version ([`Memories::cache_holds`]).
+    pub memories: Arc<Memories>,
     /// Told after every reconcile: the queues' counts may have changed.
     pub queues_changed: Arc<tokio::sync::Notify>,
     /// Wakes the Job reconciler for the Job owning a Workload. The Workload reconciler
@@ -474,5 +494,27 @@ mod tests {
         let wall = at(3600 + FUTURE_GATE_MEMORY.as_secs() as i64);
         let forgotten = trusted_gate_time(&mut seen, id(), stamped, wall, pass);
         assert_eq!(since(forgotten), Some(wall));
+    }
+
+    #[test]
+    fn a_written_workload_goes_once_the_cache_holds_another_version() {
+        let memories = Memories::default();
+        let workload = |version: &str| {
+            let mut wl = Workload::new("job", Default::default());
+            wl.metadata.namespace = Some("team".into());
+            wl.metadata.resource_version = Some(version.into());
+            wl
+        };
+        let key = WorkloadKey::new("team", "job");
+        let entry = (Some("1".to_string()), Arc::new(workload("2")));
+        lock(&memories.written).insert(key.clone(), entry, Instant::now());
+        // A late event of the version we wrote over: ours still stands in.
+        memories.cache_holds(&workload("1"));
+        assert_eq!(lock(&memories.written).len(), 1);
+        memories.cache_holds(&workload("2"));
+        assert!(lock(&memories.written).is_empty());
+        // Nothing written: nothing to do.
+        memories.cache_holds(&workload("3"));
+        assert!(lock(&memories.written).get(&key, Instant::now()).is_none());
     }
 }

@@ -118,9 +118,14 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
         config.worker_client.clone(),
     );
     let (clusters, secrets) = follow_clusters(&client, &config, &namespace, &pool, &wake);
-    let controller = workload_controller(Api::<Workload>::all(client.clone()), &wake);
+    let memories = Arc::new(Memories::default());
+    let controller = workload_controller(
+        Api::<Workload>::all(client.clone()),
+        &wake,
+        memories.clone(),
+    );
     let stores = routing_caches(&client, controller.store(), clusters, &wake);
-    let context = new_context(&client, &config, &stores, &pool, &metrics, &wake);
+    let context = new_context(&client, &config, &stores, &pool, &metrics, &wake, memories);
     tokio::spawn(keep_queue_status(
         client.clone(),
         stores.clone(),
@@ -197,7 +202,11 @@ where
 /// every workload, on each change of a manager Workload ([`wakes_admission`]), once the
 /// cache holds it: a reconcile woken by a replica changes no manager Workload, so it does
 /// not wake the loop.
-fn workload_controller(api: Api<Workload>, wake: &Wake) -> Controller<Workload> {
+fn workload_controller(
+    api: Api<Workload>,
+    wake: &Wake,
+    memories: Arc<Memories>,
+) -> Controller<Workload> {
     use futures::TryStreamExt;
     let (reader, writer) = reflector::store::<Workload>();
     let admission = wake.admission.clone();
@@ -206,6 +215,9 @@ fn workload_controller(api: Api<Workload>, wake: &Wake) -> Controller<Workload> 
         .modify(strip_manager_workload)
         .reflect(writer)
         .inspect_ok(move |event| {
+            if let watcher::Event::Apply(wl) | watcher::Event::InitApply(wl) = event {
+                memories.cache_holds(wl);
+            }
             if wakes_admission(event) {
                 let _ = admission.send(());
             }
@@ -232,6 +244,7 @@ fn new_context(
     pool: &WorkerPool,
     metrics: &Arc<crate::metrics::Metrics>,
     wake: &Wake,
+    memories: Arc<Memories>,
 ) -> Arc<Context> {
     Arc::new(Context {
         client: client.clone(),
@@ -248,7 +261,7 @@ fn new_context(
             metrics.events_dropped.clone(),
         ),
         gated: Mutex::new(HashSet::new()),
-        memories: Memories::default(),
+        memories,
         queues_changed: wake.queues_changed.clone(),
         job_wakeups: wake.jobs.clone(),
     })
