@@ -24,6 +24,7 @@ use crate::events::{Events, Reporter};
 use crate::leader;
 use crate::manager::plan::kubeconfig::{KubeconfigProblem, vet};
 use crate::manager::shell::admission_loop;
+use crate::manager::shell::classes::ClassStores;
 use crate::manager::shell::context::{Context, Memories, error_policy};
 use crate::manager::shell::controller::reconcile;
 use crate::manager::shell::execute::deletions::delete_job_copy;
@@ -120,7 +121,8 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
     let (clusters, secrets) = follow_clusters(&client, &config, &namespace, &pool, &wake);
     let controller = workload_controller(Api::<Workload>::all(client.clone()), &wake);
     let stores = routing_caches(&client, controller.store(), clusters, &wake);
-    let context = new_context(&client, &config, &stores, &pool, &metrics, &wake);
+    let classes = ClassStores::watch(&client, &wake.admission);
+    let context = new_context(&client, &config, &stores, &classes, &pool, &metrics, &wake);
     tokio::spawn(keep_queue_status(
         client.clone(),
         stores.clone(),
@@ -130,6 +132,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
     tokio::spawn(admission_loop::run(
         client.clone(),
         stores.clone(),
+        classes,
         context.recorder.clone(),
         metrics.clone(),
         wake.admission.clone(),
@@ -210,6 +213,7 @@ fn new_context(
     client: &Client,
     config: &Configuration,
     stores: &ManagerStores,
+    classes: &ClassStores,
     pool: &WorkerPool,
     metrics: &Arc<crate::metrics::Metrics>,
     wake: &Wake,
@@ -218,6 +222,7 @@ fn new_context(
         client: client.clone(),
         config: config.clone(),
         stores: stores.clone(),
+        classes: classes.clone(),
         pool: pool.clone(),
         metrics: metrics.clone(),
         recorder: Events::start(
