@@ -22,7 +22,6 @@ use kube::ResourceExt;
 use crate::admission::checks;
 use crate::manager::plan::replica::{
     CachedReplica, SpecDigest, in_sync, priority_in_sync, priority_updatable, redispatch_stamp,
-    replica_spec,
 };
 use crate::manager::plan::routing::Route;
 
@@ -112,8 +111,7 @@ impl Plan {
 /// Plans the next step for one manager Workload.
 pub fn plan(obs: &Observation<'_>, config: &LifecycleConfig) -> Plan {
     let workload = workload_view(obs);
-    let expected_spec = replica_spec(&obs.workload.spec, obs.priority);
-    let expected = SpecDigest::of(&expected_spec);
+    let expected = SpecDigest::of(&obs.workload.spec).with_resolved_priority(obs.priority);
     let replicas: Vec<ReplicaState> = obs
         .replicas
         .iter()
@@ -143,8 +141,8 @@ pub fn plan(obs: &Observation<'_>, config: &LifecycleConfig) -> Plan {
         .collect();
     let update_priority = (!stale.is_empty()).then(|| PriorityUpdate {
         clusters: stale,
-        class: expected_spec.priority_class_ref.clone(),
-        priority: expected_spec.priority,
+        class: obs.workload.spec.priority_class_ref.clone(),
+        priority: obs.workload.spec.priority.or(obs.priority),
     });
     let mut plan = Plan {
         update_priority,

@@ -46,7 +46,7 @@ const NOT_COPIED_ANNOTATIONS: &[&str] = &[LAST_APPLIED, PREEMPTED_BY_ANNOTATION]
 /// (`priority`) when the manager's object has none, so that workers need no copy of the
 /// manager's priority classes (upstream's replicas carry `spec.priority`, which its webhook
 /// filled). The gates are set by [`build_replica`].
-pub fn replica_spec(manager: &WorkloadSpec, priority: Option<i32>) -> WorkloadSpec {
+fn replica_spec(manager: &WorkloadSpec, priority: Option<i32>) -> WorkloadSpec {
     let mut spec = manager.clone();
     spec.priority = spec.priority.or(priority);
     spec

@@ -252,6 +252,18 @@ impl SpecDigest {
     }
 }
 
+impl SpecDigest {
+    /// The digest of the spec a replica carries (`replica_spec`): the priority
+    /// resolved on the manager stands in when the spec has none.
+    pub fn with_resolved_priority(mut self, priority: Option<i32>) -> Self {
+        if let (false, Some(p)) = (self.priority_set, priority) {
+            self.priority = p;
+            self.priority_set = true;
+        }
+        self
+    }
+}
+
 fn name_digest(name: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::hash::DefaultHasher::new();

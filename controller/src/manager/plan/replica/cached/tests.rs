@@ -83,6 +83,20 @@ fn class(group: PriorityClassGroup, name: &str) -> Option<PriorityClassRef> {
 }
 
 #[test]
+fn a_resolved_priority_stands_in_only_where_the_spec_has_none() {
+    let m = manager();
+    let carried = CachedReplica::compact(&build_replica(&m, Some(100), "mk", true));
+    let resolved = SpecDigest::of(&m.spec).with_resolved_priority(Some(100));
+    assert!(priority_in_sync(&resolved, &carried));
+    let other = SpecDigest::of(&m.spec).with_resolved_priority(Some(5));
+    assert!(!priority_in_sync(&other, &carried));
+    let mut own = m.clone();
+    own.spec.priority = Some(7);
+    let kept = SpecDigest::of(&own.spec).with_resolved_priority(Some(100));
+    assert_eq!(kept, SpecDigest::of(&own.spec));
+}
+
+#[test]
 fn a_class_change_is_updatable_in_place_only_between_workload_priority_classes() {
     let updatable = |from: Option<PriorityClassRef>, to: Option<PriorityClassRef>| {
         let mut m = manager();
