@@ -60,6 +60,10 @@ pub enum EventType {
 pub struct PlannedEvent {
     pub type_: EventType,
     pub reason: String,
+    /// What was decided: events that share upstream's reason (`MultiKueue`) for different
+    /// decisions stay apart (the recorder folds repeats of one type, reason, action and
+    /// cluster into a series).
+    pub action: &'static str,
     pub message: String,
     /// The worker cluster the event is about.
     pub cluster: Option<String>,
@@ -94,10 +98,18 @@ pub struct Plan {
 }
 
 impl Plan {
-    fn event(&mut self, type_: EventType, reason: &str, cluster: &str, message: String) {
+    fn event(
+        &mut self,
+        type_: EventType,
+        reason: &str,
+        action: &'static str,
+        cluster: &str,
+        message: String,
+    ) {
         self.events.push(PlannedEvent {
             type_,
             reason: reason.to_string(),
+            action,
             message,
             cluster: Some(cluster.to_string()),
         });
@@ -267,7 +279,13 @@ fn declare_winner(
     );
     checks::sync_admitted(status, obs.now);
     plan.admitted_on = Some(winner.to_string());
-    plan.event(EventType::Normal, reason::MULTIKUEUE, winner, message);
+    plan.event(
+        EventType::Normal,
+        reason::MULTIKUEUE,
+        "Admitted",
+        winner,
+        message,
+    );
 }
 
 /// The MultiKueue check's message, and the event's, once a worker admitted the workload
@@ -313,11 +331,17 @@ fn redispatch(
     );
     checks::sync_admitted(status, now);
     plan.redispatched = true;
-    let type_ = match cause {
-        RedispatchCause::Evicted { .. } => EventType::Normal,
-        _ => EventType::Warning,
+    let (type_, action) = match cause {
+        RedispatchCause::Evicted { .. } => (EventType::Normal, "EvictedOnWorker"),
+        RedispatchCause::FinishedOutOfSync { .. } => (EventType::Warning, "OutOfSync"),
+        RedispatchCause::ClusterRemoved { .. } | RedispatchCause::Unreachable { .. } => {
+            (EventType::Warning, "WorkerLost")
+        }
+        RedispatchCause::ReplicaGone { .. } | RedispatchCause::LostReservation { .. } => {
+            (EventType::Warning, "ReplicaLost")
+        }
     };
-    plan.event(type_, reason::MULTIKUEUE, winner, message);
+    plan.event(type_, reason::MULTIKUEUE, action, winner, message);
 }
 
 /// The MultiKueue check's message (and its event's) when the workload leaves its worker:

@@ -394,6 +394,7 @@ fn an_evicted_winner_sends_the_workload_back_to_dispatch() {
     assert_eq!(plan.requeue_after, Some(Duration::ZERO));
     assert_eq!(plan.events[0].reason, "MultiKueue");
     assert_eq!(plan.events[0].type_, EventType::Normal);
+    assert_eq!(plan.events[0].action, "EvictedOnWorker");
     let message = r#"Workload evicted on worker cluster: "w2", resetting for re-admission. Previously: "Ready""#;
     assert_eq!(plan.events[0].message, message);
     let wl = with_status(wl, &plan);
