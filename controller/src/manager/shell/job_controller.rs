@@ -111,8 +111,10 @@ async fn execute(
     if plan.create_workload {
         return create_workload(ctx, job).await;
     }
-    if let Some(priority) = &plan.workload_priority {
-        return update_workload_priority(ctx, job, workload_name, priority).await;
+    if let Some(priority) = &plan.workload_priority
+        && let Some(action) = update_workload_priority(ctx, job, workload_name, priority).await?
+    {
+        return Ok(action);
     }
     for deletion in &plan.delete_copies {
         let (Some(copy), WorkerState::Active(worker)) = (
@@ -227,13 +229,15 @@ async fn set_suspend(
 }
 
 /// Gives the Job's manager Workload the class its label names, and that class's value (as
-/// upstream's `UpdateWorkloadPriority`, with its event on the Job).
+/// upstream's `UpdateWorkloadPriority`, with its event on the Job). `Some`: look again (after
+/// the write, or a conflict); `None`: the API refused the change, which is reported, and the
+/// rest of the plan goes on (a refused priority must not hold the Job's copy and status up).
 async fn update_workload_priority(
     ctx: &Context,
     job: &Job,
     workload_name: &str,
     priority: &WorkloadPriority,
-) -> Result<Action, ReconcileError> {
+) -> Result<Option<Action>, ReconcileError> {
     let namespace = job.namespace().unwrap_or_default();
     let api: Api<Workload> = Api::namespaced(ctx.client.clone(), &namespace);
     let class = PriorityClassRef {
@@ -260,13 +264,12 @@ async fn update_workload_priority(
                 "UpdatedWorkload",
                 format!("Updated workload priority class: {namespace}/{workload_name}"),
             );
-            Ok(Action::requeue(AFTER_CONFLICT))
+            Ok(Some(Action::requeue(AFTER_CONFLICT)))
         }
         Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {
-            Ok(Action::requeue(AFTER_CONFLICT))
+            Ok(Some(Action::requeue(AFTER_CONFLICT)))
         }
-        // Refused by the API (e.g. the class kind may not change while quota is reserved):
-        // reported, and looked at again later.
+        // Refused by the API (e.g. the class kind may not change while quota is reserved).
         Err(kube::Error::Api(e)) if e.code == 422 => {
             publish(
                 ctx,
@@ -278,7 +281,7 @@ async fn update_workload_priority(
                     e.message
                 ),
             );
-            Ok(Action::requeue(Duration::from_secs(300)))
+            Ok(None)
         }
         Err(source) => Err(ReconcileError::Api {
             action: "update workload priority",
