@@ -46,6 +46,11 @@ pub mod reason {
     pub const BAD_KUBE_CONFIG: &str = "BadKubeConfig";
     pub const INSECURE_KUBE_CONFIG: &str = "InsecureKubeConfig";
     pub const CLIENT_CONNECTION_FAILED: &str = "ClientConnectionFailed";
+    /// `Finished` on a worker whose prebuilt workload no longer matches its Job (upstream
+    /// Kueue's `WorkloadFinishedReasonOutOfSync`): a sync failure, not a completion.
+    pub const OUT_OF_SYNC: &str = "OutOfSync";
+    /// Upstream Kueue's event reason for every MultiKueue admission-check decision.
+    pub const MULTIKUEUE: &str = "MultiKueue";
 }
 
 /// Annotations read from a victim's priority class (preemption toleration, KEP-4664).

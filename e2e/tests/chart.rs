@@ -396,10 +396,11 @@ fn manager_mode_is_hardened_and_least_privilege() {
         );
     }
     assert!(verbs(rules, "coordination.k8s.io", "leases").is_empty());
-    // MultiKueue Jobs: read, and their status mirrored from the worker's copy; nothing else.
+    // MultiKueue Jobs: read, their spec.suspend following admission (a patch, as upstream)
+    // and their status mirrored from the worker's copy; nothing else.
     assert_eq!(
         verbs(rules, "batch", "jobs"),
-        set(&["get", "list", "watch"])
+        set(&["get", "list", "watch", "patch"])
     );
     assert_eq!(verbs(rules, "batch", "jobs/status"), status);
     // Its Workload's owner reference blocks the Job's deletion.

@@ -434,7 +434,7 @@ async fn the_controllers_need_no_permission_the_chart_does_not_grant() {
     eventually(WAIT, "the manager's events", || async {
         let reasons = event_reasons(env.manager_client(), &env.namespace, "high").await;
         (reasons.iter().any(|r| r == "PreemptionGateOpened")
-            && reasons.iter().any(|r| r == "AdmittedOnCluster"))
+            && reasons.iter().any(|r| r == "MultiKueue"))
         .then_some(())
     })
     .await;

@@ -150,12 +150,12 @@ async fn dispatch_winner_losers_and_cleanup() {
     );
 
     let described = env.kubectl("manager", &["describe", "kwl", "job"]);
-    assert!(described.contains("AdmittedOnCluster"), "{described}");
-    // The admission's event names the losers removed with it (no event per removal).
+    // Upstream's event: reason MultiKueue, its words (the losers go without an event).
+    let admitted = format!("The workload was admitted on {:?}", env.cluster(2));
     assert!(
-        described.lines().any(|l| l.contains("AdmittedOnCluster")
-            && l.contains(&env.cluster(1))
-            && l.contains("removed")),
+        described
+            .lines()
+            .any(|l| l.contains("MultiKueue") && l.contains(&admitted)),
         "{described}"
     );
     let listed = env.kubectl("manager", &["get", "kwl", "job"]);
@@ -190,9 +190,14 @@ async fn eviction_on_the_worker_sends_the_workload_back_to_dispatch() {
         "the evicted replica is replaced by a fresh one"
     );
     let described = env.kubectl("manager", &["describe", "kwl", "job"]);
+    // Upstream's event: reason MultiKueue, its words (a series of its own, apart from the
+    // admission's event on the same worker).
     assert!(
-        described.contains("Redispatched")
-            && described.contains(&format!("evicted on {}", env.cluster(1))),
+        described.lines().any(|l| l.contains("MultiKueue")
+            && l.contains(&format!(
+                "Workload evicted on worker cluster: {:?}, resetting for re-admission",
+                env.cluster(1)
+            ))),
         "{described}"
     );
 }
@@ -625,19 +630,19 @@ async fn admission_checks_and_queues_report_whether_they_can_dispatch() {
     expect(
         "admissionchecks",
         partial.clone(),
-        format!("True/SomeActiveClusters: Missing clusters: {missing}"),
+        format!("True/SomeActiveClusters: Missing clusters: [{missing}]"),
     )
     .await;
     expect(
         "admissionchecks",
         dead.clone(),
-        format!("False/NoUsableClusters: Missing clusters: {missing}"),
+        format!("False/NoUsableClusters: Missing clusters: [{missing}]"),
     )
     .await;
     expect(
         "admissionchecks",
         bad.clone(),
-        format!("False/BadConfig: Cannot load the AdmissionCheck's parameters: MultiKueueConfig \"{bad}-config\" not found"),
+        format!("False/BadConfig: Cannot load the AdmissionChecks parameters: MultiKueueConfig \"{bad}-config\" not found"),
     )
     .await;
     expect("clusterqueues", env.cluster_queue(), "True/Ready".into()).await;
@@ -658,7 +663,7 @@ async fn admission_checks_and_queues_report_whether_they_can_dispatch() {
     expect(
         "admissionchecks",
         dead.clone(),
-        format!("False/NoUsableClusters: Inactive clusters: {missing}"),
+        format!("False/NoUsableClusters: Inactive clusters: [{missing}]"),
     )
     .await;
 }

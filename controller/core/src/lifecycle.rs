@@ -10,12 +10,15 @@
 //! 3. No quota reservation on the manager (manager-side quota, as Kueue's MultiKueue), or an
 //!    admission check asking for a retry: remove every replica; nothing is dispatched.
 //! 4. A winner is recorded (`status.clusterName`): remove the losers left over; then, if its
-//!    cluster was removed, its replica is gone, evicted or lost its reservation, or its
-//!    worker has been unreachable for `workerLostTimeout`: send the workload back to
+//!    cluster was removed, its replica is gone, evicted, lost its reservation or finished as
+//!    `OutOfSync` (a sync failure on the worker, never a finish: upstream Kueue resets it for
+//!    re-dispatch), or its worker has been unreachable for `workerLostTimeout`: send the
+//!    workload back to
 //!    dispatch (a re-dispatch, Kueue's `MultiKueueRedoAdmissionOnEvictionInWorker`);
 //!    unreachable for less: look again when that time is up; otherwise it keeps running.
-//! 5. No winner: replicas made before the last re-dispatch are stale and go. The replica
-//!    admitted first wins (ties: the route's cluster order) and the others are removed.
+//! 5. No winner: replicas made before the last re-dispatch are stale and go, and so do
+//!    replicas finished as `OutOfSync` (they can never run). The replica admitted first wins
+//!    (ties: the route's cluster order) and the others are removed.
 //! 6. No replica admitted: dispatch (the dispatcher chooses clusters among the connected
 //!    ones; replicas on clusters no longer chosen, or whose spec is out of date, go; missing
 //!    ones are created) and, with orchestration on, decide the gates with
@@ -87,6 +90,9 @@ pub struct ReplicaState {
     /// `Evicted=True`, with the condition's reason.
     pub evicted: Option<String>,
     pub quota_reserved: bool,
+    /// Finished on its worker as `OutOfSync` (its worker found it out of sync with its Job):
+    /// a failure to re-dispatch, never the workload's finish.
+    pub finished_out_of_sync: bool,
 }
 
 /// A worker cluster of the route, as the manager sees it now.
@@ -207,6 +213,24 @@ pub enum RedispatchCause {
     LostReservation {
         cluster: String,
     },
+    /// Finished on its worker as `OutOfSync`.
+    FinishedOutOfSync {
+        cluster: String,
+    },
+}
+
+impl RedispatchCause {
+    /// The winner the workload leaves.
+    pub fn cluster(&self) -> &str {
+        match self {
+            RedispatchCause::ClusterRemoved { cluster }
+            | RedispatchCause::Unreachable { cluster, .. }
+            | RedispatchCause::ReplicaGone { cluster }
+            | RedispatchCause::Evicted { cluster, .. }
+            | RedispatchCause::LostReservation { cluster }
+            | RedispatchCause::FinishedOutOfSync { cluster } => cluster,
+        }
+    }
 }
 
 impl std::fmt::Display for RedispatchCause {
@@ -228,6 +252,12 @@ impl std::fmt::Display for RedispatchCause {
             }
             RedispatchCause::LostReservation { cluster } => {
                 write!(f, "the replica on {cluster} lost its quota reservation")
+            }
+            RedispatchCause::FinishedOutOfSync { cluster } => {
+                write!(
+                    f,
+                    "the replica on {cluster} finished out of sync with its Job"
+                )
             }
         }
     }
@@ -383,13 +413,16 @@ pub fn decide(obs: &Observation<'_>, config: &LifecycleConfig) -> Decision {
     d
 }
 
-/// The replicas of the current dispatch; those made before the last re-dispatch are removed.
+/// The replicas of the current dispatch; those made before the last re-dispatch, and those
+/// finished as `OutOfSync`, are removed.
 fn without_stale(obs: &Observation<'_>, d: &mut Decision) -> Vec<ReplicaState> {
     let latest = obs.workload.redispatch_stamp.as_ref();
     let mut fresh = Vec::with_capacity(obs.replicas.len());
     for r in obs.replicas {
         if latest.is_some() && r.stamp.as_ref() != latest {
             d.remove(&r.view.cluster, RemovalCause::Stale);
+        } else if r.finished_out_of_sync {
+            d.remove(&r.view.cluster, RemovalCause::OutOfSync);
         } else {
             fresh.push(r.clone());
         }
@@ -455,6 +488,11 @@ fn follow_winner(obs: &Observation<'_>, config: &LifecycleConfig, winner: &str, 
                 None => Progress::Redispatch(RedispatchCause::ReplicaGone { cluster }),
                 Some(replica) => {
                     let lost = match &replica.evicted {
+                        _ if replica.finished_out_of_sync => {
+                            Some(RedispatchCause::FinishedOutOfSync {
+                                cluster: cluster.clone(),
+                            })
+                        }
                         Some(reason) => Some(RedispatchCause::Evicted {
                             cluster: cluster.clone(),
                             reason: reason.clone(),

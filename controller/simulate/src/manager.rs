@@ -144,6 +144,7 @@ impl Managed {
             admitted_at: None,
             evicted: None,
             quota_reserved: false,
+            finished_out_of_sync: false,
         });
     }
 

@@ -61,11 +61,24 @@ fn pending_entry(name: &str, now: DateTime<Utc>) -> AdmissionCheckState {
 }
 
 /// Every check back to `Pending` (an eviction: the next reservation starts the checks
-/// again). Returns whether anything changed.
+/// again), as upstream's `resetChecksOnEviction`: a check that asked for the retry counts it
+/// in `retryCount`, and the message says what the check was. Returns whether anything
+/// changed.
 pub fn reset(status: &mut WorkloadStatus, now: DateTime<Utc>) -> bool {
     let mut changed = false;
     for check in &mut status.admission_checks {
         if check.state != CheckState::Pending {
+            let previous = match check.state {
+                CheckState::Pending => "Pending",
+                CheckState::Ready => "Ready",
+                CheckState::Retry => "Retry",
+                CheckState::Rejected => "Rejected",
+            };
+            check.retry_count = match check.state {
+                CheckState::Retry => Some(check.retry_count.unwrap_or(0).saturating_add(1)),
+                _ => None,
+            };
+            check.message = format!("Reset to Pending after eviction. Previously: {previous}");
             check.state = CheckState::Pending;
             check.last_transition_time = to_kube(now);
             changed = true;

@@ -106,6 +106,30 @@ fn reset_moves_every_check_back_to_pending_once() {
 }
 
 #[test]
+fn reset_counts_a_retry_as_upstream_does() {
+    let mut s = reserved();
+    add_missing(&mut s, &["a".into(), "b".into()], t0());
+    s.admission_checks[0].state = CheckState::Retry;
+    s.admission_checks[1].state = CheckState::Ready;
+    s.admission_checks[1].retry_count = Some(3);
+    assert!(reset(&mut s, t0()));
+    assert_eq!(s.admission_checks[0].retry_count, Some(1));
+    assert_eq!(
+        s.admission_checks[0].message,
+        "Reset to Pending after eviction. Previously: Retry"
+    );
+    // A check that did not ask for the retry starts its count again.
+    assert_eq!(s.admission_checks[1].retry_count, None);
+    assert_eq!(
+        s.admission_checks[1].message,
+        "Reset to Pending after eviction. Previously: Ready"
+    );
+    s.admission_checks[0].state = CheckState::Retry;
+    assert!(reset(&mut s, t0()));
+    assert_eq!(s.admission_checks[0].retry_count, Some(2));
+}
+
+#[test]
 fn a_reservation_with_every_check_ready_is_admitted() {
     let mut s = reserved();
     add_missing(&mut s, &["a".into()], t0());

@@ -12,19 +12,34 @@
 //! - when the winner's copy is gone and the workload did not finish, the manager Job shows
 //!   nothing running (its counts of active, ready and terminating pods go to zero).
 //!
+//! The manager Job's `spec.suspend` follows admission, as upstream's job reconciler does on
+//! the manager (the built-in job controller ignores the Job there: it is `managedBy`
+//! MultiKueue, so nothing runs on the manager either way): unsuspended once the workload is
+//! admitted (a worker admitted it), suspended again while it is not (evicted, re-dispatched),
+//! left alone once it finished.
+//!
+//! The Job's priority class, as upstream's `UpdateWorkloadPriority`: when the Job's
+//! `kueue.x-k8s.io/priority-class` label names another WorkloadPriorityClass than its
+//! Workload, the Workload takes that class and its value (resolved on the manager); the
+//! lifecycle then carries both to the live replicas. A Workload of a `PriorityClass` is left
+//! alone (upstream does not update those), and so is one that reserved quota with no class
+//! (the API refuses to add one then), or a label whose class does not exist on the manager.
+//!
 //! Deleting the manager Job deletes its Workload (owner reference), whose replicas and
 //! copies the lifecycle removes.
 
 use std::collections::BTreeMap;
 
 use baton_crds::Workload;
-use baton_crds::conditions::is_condition_true;
+use baton_crds::conditions::{find_condition, is_condition_true};
 use baton_crds::constants::condition;
 use k8s_openapi::api::batch::v1::{Job, JobStatus};
 
 use crate::jobs::{is_managed_by_multikueue, queue_name};
 use crate::manager::plan::remote_job::mirrored_status;
 use crate::manager::plan::replica::CachedReplica;
+use baton_crds::constants::job::PRIORITY_CLASS_LABEL;
+use baton_crds::workload::PriorityClassGroup;
 
 /// What the adapter reads about one manager Job.
 pub struct JobObservation<'a> {
@@ -37,6 +52,44 @@ pub struct JobObservation<'a> {
     pub copies: &'a BTreeMap<String, Job>,
     /// Whether the winner's Job copies are known (its Job cache is synced).
     pub winner_jobs_known: bool,
+    /// The value, on the manager, of the WorkloadPriorityClass the Job's
+    /// `kueue.x-k8s.io/priority-class` label names (`None`: no label, or no such class).
+    pub label_class_value: Option<i32>,
+}
+
+/// A change of the manager Job's `spec.suspend`, with upstream's event for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SuspendChange {
+    /// Unsuspend: admitted (event `Started`, "Admitted by clusterQueue <name>").
+    Start { cluster_queue: String },
+    /// Suspend: not admitted (event `Stopped`, the eviction's message, else "Not admitted
+    /// by cluster queue").
+    Stop { message: String },
+}
+
+impl SuspendChange {
+    /// The `spec.suspend` it writes.
+    pub fn suspend(&self) -> bool {
+        matches!(self, SuspendChange::Stop { .. })
+    }
+
+    /// Upstream's event reason and message for it.
+    pub fn event(&self) -> (&'static str, String) {
+        match self {
+            SuspendChange::Start { cluster_queue } => (
+                "Started",
+                format!("Admitted by clusterQueue {cluster_queue}"),
+            ),
+            SuspendChange::Stop { message } => ("Stopped", message.clone()),
+        }
+    }
+}
+
+/// The manager Workload's new priority: a WorkloadPriorityClass and its value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadPriority {
+    pub class: String,
+    pub value: i32,
 }
 
 /// Why a copy is deleted.
@@ -55,6 +108,10 @@ pub struct JobPlan {
     pub delete_copies: Vec<CopyDeletion>,
     /// The manager Job's new status, when it changes.
     pub status: Option<JobStatus>,
+    /// The manager Job's `spec.suspend` changes.
+    pub suspend: Option<SuspendChange>,
+    /// The manager Workload's new priority, when the Job's class label changed.
+    pub workload_priority: Option<WorkloadPriority>,
     /// Look again soon: the winner's cache of Job copies is still filling, and an empty
     /// cache fills without an event.
     pub look_again_soon: bool,
@@ -81,6 +138,10 @@ pub fn decide(obs: &JobObservation<'_>) -> JobPlan {
     let winner = status.and_then(|s| s.cluster_name.as_deref());
     let finished = status.is_some_and(|s| is_condition_true(&s.conditions, condition::FINISHED));
     let current = obs.job.status.clone().unwrap_or_default();
+    plan.workload_priority = new_priority(obs.job, workload, obs.label_class_value);
+    if !finished {
+        plan.suspend = suspend_change(obs.job, workload);
+    }
 
     for (cluster, copy) in obs.copies {
         if Some(cluster.as_str()) != winner {
@@ -123,6 +184,57 @@ pub fn decide(obs: &JobObservation<'_>) -> JobPlan {
         }
     }
     plan
+}
+
+/// The Workload's new priority when the Job's class label names another WorkloadPriorityClass
+/// (see the module's doc for when it is left alone).
+fn new_priority(job: &Job, workload: &Workload, value: Option<i32>) -> Option<WorkloadPriority> {
+    let label = job
+        .metadata
+        .labels
+        .as_ref()?
+        .get(PRIORITY_CLASS_LABEL)
+        .filter(|l| !l.is_empty())?;
+    let value = value?;
+    let spec = &workload.spec;
+    let reserved = workload
+        .status
+        .as_ref()
+        .is_some_and(crate::admission::checks::has_reservation);
+    match &spec.priority_class_ref {
+        Some(class) if class.group != PriorityClassGroup::Kueue => return None,
+        Some(class) if class.name == *label => return None,
+        None if reserved => return None,
+        _ => {}
+    }
+    Some(WorkloadPriority {
+        class: label.clone(),
+        value,
+    })
+}
+
+/// Whether `spec.suspend` must change: off once admitted, on while not.
+fn suspend_change(job: &Job, workload: &Workload) -> Option<SuspendChange> {
+    let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
+    let status = workload.status.as_ref();
+    match (admitted(workload), suspended) {
+        (true, true) => Some(SuspendChange::Start {
+            cluster_queue: status
+                .and_then(|s| s.admission.as_ref())
+                .map(|a| a.cluster_queue.clone())
+                .unwrap_or_default(),
+        }),
+        (false, false) => Some(SuspendChange::Stop {
+            message: status
+                .and_then(|s| find_condition(&s.conditions, condition::EVICTED))
+                .filter(|c| c.status == "True")
+                .map_or_else(
+                    || "Not admitted by cluster queue".to_string(),
+                    |c| c.message.clone(),
+                ),
+        }),
+        _ => None,
+    }
 }
 
 fn admitted(workload: &Workload) -> bool {

@@ -11,14 +11,18 @@ use baton_core::lifecycle::{
     self as core, Progress, RedispatchCause, ReplicaState, Standing, WorkloadView,
 };
 use baton_crds::conditions::{ConditionStatus, NewCondition, find_condition, set_condition};
-use baton_crds::constants::condition;
+use baton_crds::constants::{condition, reason};
 use baton_crds::time::{to_chrono, to_kube};
-use baton_crds::workload::{AdmissionCheckState, CheckState, Workload, WorkloadStatus};
+use baton_crds::workload::{
+    AdmissionCheckState, CheckState, PriorityClassRef, Workload, WorkloadStatus,
+};
 use chrono::{DateTime, Utc};
 use kube::ResourceExt;
 
 use crate::admission::checks;
-use crate::manager::plan::replica::{CachedReplica, SpecDigest, in_sync, redispatch_stamp};
+use crate::manager::plan::replica::{
+    CachedReplica, SpecDigest, in_sync, priority_in_sync, priority_updatable, redispatch_stamp,
+};
 use crate::manager::plan::routing::Route;
 
 pub use baton_core::lifecycle::{
@@ -38,6 +42,11 @@ pub struct Observation<'a> {
     pub clusters: &'a [ClusterView],
     /// Our replicas on the Active clusters, by cluster.
     pub replicas: &'a BTreeMap<String, CachedReplica>,
+    /// The workload's priority resolved on the manager (its `spec.priority`, else its class's
+    /// value); `None` when its class is not found there. Replicas carry it, so that workers
+    /// need no copy of the manager's priority classes (as upstream, whose replicas carry
+    /// `spec.priority`).
+    pub priority: Option<i32>,
     pub now: DateTime<Utc>,
 }
 
@@ -51,9 +60,21 @@ pub enum EventType {
 pub struct PlannedEvent {
     pub type_: EventType,
     pub reason: String,
+    /// What was decided: events that share upstream's reason (`MultiKueue`) for different
+    /// decisions stay apart (the recorder folds repeats of one type, reason, action and
+    /// cluster into a series).
+    pub action: &'static str,
     pub message: String,
     /// The worker cluster the event is about.
     pub cluster: Option<String>,
+}
+
+/// The priority (class reference and value) to write into replicas on `clusters`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PriorityUpdate {
+    pub clusters: Vec<String>,
+    pub class: Option<PriorityClassRef>,
+    pub priority: Option<i32>,
 }
 
 /// What the shell must do, in this order: finalizer, deletions, creations, gate, status.
@@ -62,6 +83,9 @@ pub struct Plan {
     pub finalizer: Option<FinalizerAction>,
     pub delete: Vec<Removal>,
     pub create: Vec<String>,
+    /// Replicas whose priority is updated in place, as upstream does when the manager's
+    /// priority changed: every live replica, the winner's too.
+    pub update_priority: Option<PriorityUpdate>,
     pub open_gate: Option<GateOpening>,
     /// The manager Workload's new status, when it changes.
     pub status: Option<WorkloadStatus>,
@@ -74,10 +98,18 @@ pub struct Plan {
 }
 
 impl Plan {
-    fn event(&mut self, type_: EventType, reason: &str, cluster: &str, message: String) {
+    fn event(
+        &mut self,
+        type_: EventType,
+        reason: &str,
+        action: &'static str,
+        cluster: &str,
+        message: String,
+    ) {
         self.events.push(PlannedEvent {
             type_,
             reason: reason.to_string(),
+            action,
             message,
             cluster: Some(cluster.to_string()),
         });
@@ -91,11 +123,11 @@ impl Plan {
 /// Plans the next step for one manager Workload.
 pub fn plan(obs: &Observation<'_>, config: &LifecycleConfig) -> Plan {
     let workload = workload_view(obs);
-    let spec = SpecDigest::of(&obs.workload.spec);
+    let expected = SpecDigest::of(&obs.workload.spec).with_resolved_priority(obs.priority);
     let replicas: Vec<ReplicaState> = obs
         .replicas
         .iter()
-        .map(|(cluster, r)| replica_state(&spec, cluster, r))
+        .map(|(cluster, r)| replica_state(&expected, cluster, r))
         .collect();
     let route = obs.route.map_or(&[][..], |r| r.clusters.as_slice());
     let decision = core::decide(
@@ -108,7 +140,24 @@ pub fn plan(obs: &Observation<'_>, config: &LifecycleConfig) -> Plan {
         },
         config,
     );
+    let stale: Vec<String> = obs
+        .replicas
+        .iter()
+        .filter(|(cluster, r)| {
+            !decision.removes(cluster)
+                && in_sync(&expected, r)
+                && !priority_in_sync(&expected, r)
+                && priority_updatable(&expected, r)
+        })
+        .map(|(cluster, _)| cluster.clone())
+        .collect();
+    let update_priority = (!stale.is_empty()).then(|| PriorityUpdate {
+        clusters: stale,
+        class: obs.workload.spec.priority_class_ref.clone(),
+        priority: obs.workload.spec.priority.or(obs.priority),
+    });
     let mut plan = Plan {
+        update_priority,
         finalizer: decision.finalizer,
         delete: decision.remove,
         create: decision.create,
@@ -164,14 +213,17 @@ fn workload_view(obs: &Observation<'_>) -> WorkloadView {
 }
 
 /// One replica as the decision reads it.
-fn replica_state(manager: &SpecDigest, cluster: &str, replica: &CachedReplica) -> ReplicaState {
+/// In sync: its spec matches, and its priority does or can be updated in place.
+fn replica_state(expected: &SpecDigest, cluster: &str, replica: &CachedReplica) -> ReplicaState {
     ReplicaState {
         view: replica.view(cluster),
         stamp: replica.stamp().map(str::to_string),
-        in_sync: in_sync(manager, replica),
+        in_sync: in_sync(expected, replica)
+            && (priority_in_sync(expected, replica) || priority_updatable(expected, replica)),
         admitted_at: replica.admitted_at(),
         evicted: replica.evicted().map(str::to_string),
         quota_reserved: replica.quota_reserved(),
+        finished_out_of_sync: replica.finished_out_of_sync(),
     }
 }
 
@@ -217,30 +269,29 @@ fn declare_winner(
     if let Some(replica) = obs.replicas.get(winner) {
         mirror(replica, status);
     }
+    let message = admitted_message(winner);
     set_check(
         status,
         &route.check,
         CheckState::Ready,
-        format!("admitted on worker cluster {winner}"),
+        message.clone(),
         obs.now,
     );
     checks::sync_admitted(status, obs.now);
-    let losers: Vec<&str> = plan
-        .delete
-        .iter()
-        .filter(|d| matches!(d.cause, RemovalCause::Lost { .. }))
-        .map(|d| d.cluster.as_str())
-        .collect();
-    let message = match losers.as_slice() {
-        [] => format!("admitted on worker cluster {winner}"),
-        [one] => format!("admitted on worker cluster {winner}; the replica on {one} is removed"),
-        many => format!(
-            "admitted on worker cluster {winner}; the replicas on {} are removed",
-            many.join(", ")
-        ),
-    };
     plan.admitted_on = Some(winner.to_string());
-    plan.event(EventType::Normal, "AdmittedOnCluster", winner, message);
+    plan.event(
+        EventType::Normal,
+        reason::MULTIKUEUE,
+        "Admitted",
+        winner,
+        message,
+    );
+}
+
+/// The MultiKueue check's message, and the event's, once a worker admitted the workload
+/// (upstream's words). The losers' replicas are removed without an event of their own.
+pub fn admitted_message(winner: &str) -> String {
+    format!("The workload was admitted on {winner:?}")
 }
 
 /// Back to dispatch, the Kueue way: forget the winner and set the MultiKueue check to
@@ -253,14 +304,12 @@ fn redispatch(
     status: &mut WorkloadStatus,
     plan: &mut Plan,
 ) {
-    let reason = cause.to_string();
-    let winner = match cause {
-        RedispatchCause::ClusterRemoved { cluster }
-        | RedispatchCause::Unreachable { cluster, .. }
-        | RedispatchCause::ReplicaGone { cluster }
-        | RedispatchCause::Evicted { cluster, .. }
-        | RedispatchCause::LostReservation { cluster } => cluster,
-    };
+    let winner = cause.cluster();
+    let previous = status
+        .admission_checks
+        .iter()
+        .find(|c| c.name == route.check)
+        .map_or(CheckState::Pending, |c| c.state);
     status.cluster_name = None;
     set_condition(
         &mut status.conditions,
@@ -268,25 +317,63 @@ fn redispatch(
             condition::REQUEUED,
             ConditionStatus::True,
             "Redispatched",
-            reason.clone(),
+            cause.to_string(),
         ),
         now,
     );
+    let message = retry_message(cause, previous);
     set_check(
         status,
         &route.check,
         CheckState::Retry,
-        format!("re-dispatching: {reason}"),
+        message.clone(),
         now,
     );
     checks::sync_admitted(status, now);
     plan.redispatched = true;
-    plan.event(
-        EventType::Warning,
-        "Redispatched",
-        winner,
-        format!("left worker cluster {winner}: {reason}"),
-    );
+    let (type_, action) = match cause {
+        RedispatchCause::Evicted { .. } => (EventType::Normal, "EvictedOnWorker"),
+        RedispatchCause::FinishedOutOfSync { .. } => (EventType::Warning, "OutOfSync"),
+        RedispatchCause::ClusterRemoved { .. } | RedispatchCause::Unreachable { .. } => {
+            (EventType::Warning, "WorkerLost")
+        }
+        RedispatchCause::ReplicaGone { .. } | RedispatchCause::LostReservation { .. } => {
+            (EventType::Warning, "ReplicaLost")
+        }
+    };
+    plan.event(type_, reason::MULTIKUEUE, action, winner, message);
+}
+
+/// The MultiKueue check's message (and its event's) when the workload leaves its worker:
+/// upstream's words for each case, with the state the check leaves.
+pub fn retry_message(cause: &RedispatchCause, previous: CheckState) -> String {
+    let previous = check_state_name(previous);
+    match cause {
+        RedispatchCause::Evicted { cluster, .. } => format!(
+            "Workload evicted on worker cluster: {cluster:?}, resetting for re-admission. \
+             Previously: {previous:?}"
+        ),
+        RedispatchCause::FinishedOutOfSync { cluster } => format!(
+            "Remote workload on worker cluster {cluster:?} is out of sync with its user job, \
+             resetting for re-dispatch, Previously: {previous:?}"
+        ),
+        RedispatchCause::ClusterRemoved { .. } | RedispatchCause::Unreachable { .. } => {
+            format!("Admitting remote lost, Previously: {previous:?}")
+        }
+        RedispatchCause::ReplicaGone { .. } | RedispatchCause::LostReservation { .. } => {
+            format!("Admitting remote no longer exists, Previously: {previous:?}")
+        }
+    }
+}
+
+/// A check state as the API spells it.
+fn check_state_name(state: CheckState) -> &'static str {
+    match state {
+        CheckState::Pending => "Pending",
+        CheckState::Ready => "Ready",
+        CheckState::Retry => "Retry",
+        CheckState::Rejected => "Rejected",
+    }
 }
 
 /// Where the workload was dispatched: `nominatedClusterNames` and the check's message,

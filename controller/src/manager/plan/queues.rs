@@ -46,7 +46,7 @@ fn activity_of(check: &AdmissionCheck, objects: &QueueObjects<'_>) -> CheckActiv
     let bad = |message: String| CheckActivity {
         active: false,
         reason: "BadConfig",
-        message: format!("Cannot load the AdmissionCheck's parameters: {message}"),
+        message: format!("Cannot load the AdmissionChecks parameters: {message}"),
     };
     let Some(params) = check.spec.parameters.as_ref() else {
         return bad("spec.parameters is not set (it must name a MultiKueueConfig)".into());
@@ -87,10 +87,10 @@ fn activity_of(check: &AdmissionCheck, objects: &QueueObjects<'_>) -> CheckActiv
     }
     let mut parts = Vec::new();
     if !missing.is_empty() {
-        parts.push(format!("Missing clusters: {}", missing.join(", ")));
+        parts.push(format!("Missing clusters: [{}]", missing.join(" ")));
     }
     if !inactive.is_empty() {
-        parts.push(format!("Inactive clusters: {}", inactive.join(", ")));
+        parts.push(format!("Inactive clusters: [{}]", inactive.join(" ")));
     }
     // Partly usable still dispatches to the clusters that work, as upstream does.
     let some_usable = unusable < config.spec.clusters.len();
@@ -101,7 +101,7 @@ fn activity_of(check: &AdmissionCheck, objects: &QueueObjects<'_>) -> CheckActiv
         } else {
             "NoUsableClusters"
         },
-        message: parts.join("; "),
+        message: parts.join(", "),
     }
 }
 

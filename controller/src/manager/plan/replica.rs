@@ -2,7 +2,7 @@
 
 mod cached;
 
-pub use cached::{CachedReplica, SpecDigest, in_sync};
+pub use cached::{CachedReplica, SpecDigest, in_sync, priority_in_sync, priority_updatable};
 
 use std::collections::BTreeMap;
 
@@ -11,7 +11,7 @@ use baton_crds::constants::{
     MULTIKUEUE_GATE, MULTIKUEUE_ORIGIN_LABEL, PREEMPTED_BY_ANNOTATION, condition,
 };
 use baton_crds::time::to_chrono;
-use baton_crds::workload::{PreemptionGate, Workload, WorkloadStatus};
+use baton_crds::workload::{PreemptionGate, Workload, WorkloadSpec, WorkloadStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 
@@ -42,16 +42,32 @@ pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration
 /// the workload for (an eviction on the manager; a worker keeps its own record).
 const NOT_COPIED_ANNOTATIONS: &[&str] = &[LAST_APPLIED, PREEMPTED_BY_ANNOTATION];
 
-/// The replica to create on a worker: same name, namespace, labels, annotations and spec; the
-/// origin label; the MultiKueue gate (and only it) when orchestration is on.
-pub fn build_replica(manager: &Workload, origin: &str, orchestrated: bool) -> Workload {
+/// The spec a replica carries: the manager's, with the priority resolved on the manager
+/// (`priority`) when the manager's object has none, so that workers need no copy of the
+/// manager's priority classes (upstream's replicas carry `spec.priority`, which its webhook
+/// filled). The gates are set by [`build_replica`].
+fn replica_spec(manager: &WorkloadSpec, priority: Option<i32>) -> WorkloadSpec {
+    let mut spec = manager.clone();
+    spec.priority = spec.priority.or(priority);
+    spec
+}
+
+/// The replica to create on a worker: same name, namespace, labels, annotations and spec (with
+/// the resolved `priority`, see [`replica_spec`]); the origin label; the MultiKueue gate (and
+/// only it) when orchestration is on.
+pub fn build_replica(
+    manager: &Workload,
+    priority: Option<i32>,
+    origin: &str,
+    orchestrated: bool,
+) -> Workload {
     let mut labels: BTreeMap<String, String> = manager.labels().clone();
     labels.insert(MULTIKUEUE_ORIGIN_LABEL.to_string(), origin.to_string());
     let mut annotations = copied_annotations(manager.annotations());
     if let Some(stamp) = manager.status.as_ref().and_then(redispatch_stamp) {
         annotations.insert(REDISPATCH_ANNOTATION.to_string(), stamp);
     }
-    let mut spec = manager.spec.clone();
+    let mut spec = replica_spec(&manager.spec, priority);
     spec.preemption_gates = if orchestrated {
         vec![PreemptionGate {
             name: MULTIKUEUE_GATE.to_string(),
@@ -96,7 +112,6 @@ pub fn is_ours(replica: &Workload, origin: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_crds::workload::WorkloadSpec;
 
     fn manager() -> Workload {
         let mut wl = Workload::new(
@@ -125,7 +140,7 @@ mod tests {
 
     #[test]
     fn replica_carries_identity_labels_annotations_spec_and_only_our_gate() {
-        let replica = build_replica(&manager(), "mk", true);
+        let replica = build_replica(&manager(), None, "mk", true);
         assert_eq!(replica.name_any(), "job");
         assert_eq!(replica.namespace().as_deref(), Some("team"));
         assert_eq!(
@@ -154,9 +169,29 @@ mod tests {
     }
 
     #[test]
+    fn a_replica_carries_the_priority_resolved_on_the_manager_unless_the_object_has_one() {
+        assert_eq!(
+            build_replica(&manager(), Some(100), "mk", true)
+                .spec
+                .priority,
+            Some(100)
+        );
+        assert_eq!(
+            build_replica(&manager(), None, "mk", true).spec.priority,
+            None
+        );
+        let mut own = manager();
+        own.spec.priority = Some(7);
+        assert_eq!(
+            build_replica(&own, Some(100), "mk", true).spec.priority,
+            Some(7)
+        );
+    }
+
+    #[test]
     fn without_orchestration_there_is_no_gate() {
         assert!(
-            build_replica(&manager(), "mk", false)
+            build_replica(&manager(), None, "mk", false)
                 .spec
                 .preemption_gates
                 .is_empty()

@@ -10,7 +10,6 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::Client;
 use kube::api::Api;
 use tokio::sync::mpsc;
@@ -19,6 +18,7 @@ use crate::admission::scheduler::{Caches, LoopState, Role, Scope, Shell, Wakeups
 use crate::admission::status::Holding;
 use crate::events::Events;
 use crate::manager::plan::queues::{QueueObjects, check_activity, queue_activity};
+use crate::manager::shell::classes::ClassStores;
 use crate::manager::shell::stores::ManagerStores;
 use crate::metrics::Metrics;
 use crate::watch::cache;
@@ -43,10 +43,11 @@ pub fn manager_scope(stores: &ManagerStores) -> Scope {
 
 /// Runs the manager's admission loop until the process stops. `woken` ticks when a Workload,
 /// a queue or a check's activity changed; `wake` is its sender (a failed write retries
-/// through it).
+/// through it). `classes` tick `wake` too.
 pub async fn run(
     client: Client,
     stores: ManagerStores,
+    classes: ClassStores,
     recorder: Events,
     metrics: Arc<Metrics>,
     wake: mpsc::UnboundedSender<()>,
@@ -57,8 +58,8 @@ pub async fn run(
         cluster_queues: stores.cluster_queues.clone(),
         local_queues: stores.local_queues.clone(),
         flavors: cache(Api::all(client.clone()), wake.clone()),
-        workload_classes: cache(Api::all(client.clone()), wake.clone()),
-        pod_classes: cache::<PriorityClass>(Api::all(client.clone()), wake.clone()),
+        workload_classes: classes.workload,
+        pod_classes: classes.pod,
         budgets: None,
         namespaces: cache::<Namespace>(Api::all(client.clone()), wake.clone()),
     };

@@ -20,6 +20,7 @@ use crate::manager::plan::gate_clock;
 use crate::manager::plan::lifecycle::{ClusterState, ClusterView, LastKnown, LifecycleConfig};
 use crate::manager::plan::replica::CachedReplica;
 use crate::manager::plan::routing::Route;
+use crate::manager::shell::classes::ClassStores;
 use crate::manager::shell::memory::Memory;
 use crate::manager::shell::stores::{ManagerStores, stripped_manager_workload};
 use crate::manager::shell::workers::{Connected, WorkerPool, WorkerState};
@@ -170,6 +171,8 @@ pub struct Context {
     pub client: Client,
     pub config: Configuration,
     pub stores: ManagerStores,
+    /// The manager's priority classes: replicas and Job Workloads carry resolved priorities.
+    pub classes: ClassStores,
     pub pool: WorkerPool,
     pub metrics: Arc<Metrics>,
     pub recorder: Events,

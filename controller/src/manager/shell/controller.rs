@@ -24,6 +24,8 @@ pub async fn reconcile(wl: Arc<Workload>, ctx: Arc<Context>) -> Result<Action, R
     // Routing reads the queue and config caches: before their first full list a workload
     // would be reported unroutable ("MultiKueueConfig not found") when it is not.
     ctx.stores.synced().await;
+    // Replicas carry the resolved priority: before the first list a class is only unseen.
+    ctx.classes.synced().await;
     let started = Instant::now();
     wake_owning_job(&wl, &ctx);
     // The admission loop is not woken here: the Workload watch wakes it on every change of a
@@ -78,6 +80,7 @@ async fn reconcile_inner(wl: &Workload, ctx: &Context) -> Result<Action, Reconci
             route: route.as_ref(),
             clusters: &clusters,
             replicas: &replicas,
+            priority: ctx.classes.priority_of(&wl.spec),
             now,
         },
         &ctx.lifecycle_config(),

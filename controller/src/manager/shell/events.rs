@@ -9,12 +9,27 @@ use crate::manager::shell::context::Context;
 
 /// Publishes an event on the manager Workload. Events about a worker name its
 /// MultiKueueCluster as the related object, so each cluster gets its own event series (the
-/// recorder aggregates by reason and related object, keeping the first message only).
+/// recorder aggregates by type, reason, action and related object, keeping the first message
+/// only). The action is the reason.
 pub async fn publish(
     ctx: &Context,
     wl: &Workload,
     type_: EventType,
     reason: &str,
+    cluster: Option<&str>,
+    message: String,
+) {
+    publish_action(ctx, wl, type_, reason, reason, cluster, message).await;
+}
+
+/// [`publish`] with an action of its own: events that share upstream's reason (`MultiKueue`)
+/// for different decisions stay separate series.
+pub async fn publish_action(
+    ctx: &Context,
+    wl: &Workload,
+    type_: EventType,
+    reason: &str,
+    action: &str,
     cluster: Option<&str>,
     message: String,
 ) {
@@ -31,7 +46,7 @@ pub async fn publish(
         },
         reason: reason.to_string(),
         note: Some(message),
-        action: reason.to_string(),
+        action: action.to_string(),
         secondary,
     };
     // Events never hold up a decision: they are written in the background.

@@ -9,16 +9,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_crds::Workload;
+use baton_crds::constants::job::PRIORITY_CLASS_LABEL;
+use baton_crds::priority::PriorityClasses;
+use baton_crds::workload::{PriorityClassGroup, PriorityClassKind, PriorityClassRef};
 use futures::FutureExt;
 use k8s_openapi::api::batch::v1::{Job, JobStatus};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
 use crate::jobs::{workload_for_job, workload_name};
-use crate::manager::plan::job_adapter::{self, JobObservation, JobPlan};
+use crate::manager::plan::job_adapter::{
+    self, JobObservation, JobPlan, SuspendChange, WorkloadPriority,
+};
 use crate::manager::plan::remote_job::{build_remote_job, is_copy_of};
 use crate::manager::shell::context::{Context, ReconcileError};
 use crate::manager::shell::execute::deletions::delete_job_copy;
@@ -68,12 +73,17 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Recon
             winner_jobs_known = worker.jobs.wait_until_ready().now_or_never().is_some();
         }
     }
+    let label_class_value = job
+        .labels()
+        .get(PRIORITY_CLASS_LABEL)
+        .and_then(|name| ctx.classes.workload_priority_class(name));
     let plan = job_adapter::decide(&JobObservation {
         job: &job,
         workload: workload.as_deref(),
         winner_replica: winner_replica.as_ref(),
         copies: &copies,
         winner_jobs_known,
+        label_class_value,
     });
     let look_again_soon = plan.look_again_soon;
     let action = execute(&ctx, &job, &workload_name, &copies, plan).await?;
@@ -100,6 +110,11 @@ async fn execute(
 ) -> Result<Action, ReconcileError> {
     if plan.create_workload {
         return create_workload(ctx, job).await;
+    }
+    if let Some(priority) = &plan.workload_priority
+        && let Some(action) = update_workload_priority(ctx, job, workload_name, priority).await?
+    {
+        return Ok(action);
     }
     for deletion in &plan.delete_copies {
         let (Some(copy), WorkerState::Active(worker)) = (
@@ -165,17 +180,126 @@ async fn execute(
             }
         }
     }
+    let mut job = std::borrow::Cow::Borrowed(job);
+    if let Some(change) = &plan.suspend {
+        match set_suspend(ctx, &job, change).await? {
+            Some(patched) => job = std::borrow::Cow::Owned(patched),
+            None => return Ok(Action::requeue(AFTER_CONFLICT)),
+        }
+    }
     if let Some(status) = &plan.status {
-        return write_status(ctx, job, status).await;
+        return write_status(ctx, &job, status).await;
     }
     // A periodic look even when idle, so a lost event never strands a Job.
     Ok(Action::requeue(Duration::from_secs(300)))
 }
 
-/// Creates the Job's manager Workload; a Job that cannot have one gets a Warning event.
+/// Writes the manager Job's `spec.suspend` (a merge patch guarded by the resourceVersion the
+/// plan read) and records upstream's event for it. `None`: refused, our copy was stale.
+async fn set_suspend(
+    ctx: &Context,
+    job: &Job,
+    change: &SuspendChange,
+) -> Result<Option<Job>, ReconcileError> {
+    let api: Api<Job> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+    let patch = serde_json::json!({
+        "metadata": {"resourceVersion": job.resource_version()},
+        "spec": {"suspend": change.suspend()},
+    });
+    match api
+        .patch(
+            &job.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(patched) => {
+            let (reason, message) = change.event();
+            publish(ctx, job, EventType::Normal, reason, message);
+            Ok(Some(patched))
+        }
+        Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => Ok(None),
+        Err(source) => Err(ReconcileError::Api {
+            action: "suspend or unsuspend manager Job",
+            cluster: "manager".into(),
+            source,
+        }),
+    }
+}
+
+/// Gives the Job's manager Workload the class its label names, and that class's value (as
+/// upstream's `UpdateWorkloadPriority`, with its event on the Job). `Some`: look again (after
+/// the write, or a conflict); `None`: the API refused the change, which is reported, and the
+/// rest of the plan goes on (a refused priority must not hold the Job's copy and status up).
+async fn update_workload_priority(
+    ctx: &Context,
+    job: &Job,
+    workload_name: &str,
+    priority: &WorkloadPriority,
+) -> Result<Option<Action>, ReconcileError> {
+    let namespace = job.namespace().unwrap_or_default();
+    let api: Api<Workload> = Api::namespaced(ctx.client.clone(), &namespace);
+    let class = PriorityClassRef {
+        group: PriorityClassGroup::Kueue,
+        kind: PriorityClassKind::WorkloadPriorityClass,
+        name: priority.class.clone(),
+    };
+    let patch = serde_json::json!({
+        "spec": {"priorityClassRef": class, "priority": priority.value},
+    });
+    match api
+        .patch(
+            workload_name,
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(_) => {
+            publish(
+                ctx,
+                job,
+                EventType::Normal,
+                "UpdatedWorkload",
+                format!("Updated workload priority class: {namespace}/{workload_name}"),
+            );
+            Ok(Some(Action::requeue(AFTER_CONFLICT)))
+        }
+        Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {
+            Ok(Some(Action::requeue(AFTER_CONFLICT)))
+        }
+        // Refused by the API (e.g. the class kind may not change while quota is reserved).
+        Err(kube::Error::Api(e)) if e.code == 422 => {
+            publish(
+                ctx,
+                job,
+                EventType::Warning,
+                "UpdatedWorkload",
+                format!(
+                    "Cannot update the priority class of workload {namespace}/{workload_name}: {}",
+                    e.message
+                ),
+            );
+            Ok(None)
+        }
+        Err(source) => Err(ReconcileError::Api {
+            action: "update workload priority",
+            cluster: "manager".into(),
+            source,
+        }),
+    }
+}
+
+/// Creates the Job's manager Workload; a Job that cannot have one gets a Warning event. The
+/// Workload carries its priority, resolved on the manager (as upstream's job reconciler
+/// writes it), so that its replicas carry it too.
 async fn create_workload(ctx: &Context, job: &Job) -> Result<Action, ReconcileError> {
     let workload = match workload_for_job(job) {
-        Ok(workload) => workload,
+        Ok(mut workload) => {
+            workload.spec.priority = ctx.classes.priority_of(&workload.spec);
+            workload
+        }
         Err(problem) => {
             tracing::warn!(job = %job.name_any(), "{problem}");
             ctx.metrics

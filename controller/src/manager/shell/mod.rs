@@ -1,6 +1,7 @@
 //! The manager's I/O layer (see the parent module).
 
 pub mod admission_loop;
+pub mod classes;
 pub mod context;
 pub mod controller;
 pub mod events;

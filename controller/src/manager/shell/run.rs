@@ -24,6 +24,7 @@ use crate::events::{Events, Reporter};
 use crate::leader;
 use crate::manager::plan::kubeconfig::{KubeconfigProblem, vet};
 use crate::manager::shell::admission_loop;
+use crate::manager::shell::classes::ClassStores;
 use crate::manager::shell::context::{Context, Memories, error_policy};
 use crate::manager::shell::controller::reconcile;
 use crate::manager::shell::execute::deletions::delete_job_copy;
@@ -125,7 +126,14 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
         memories.clone(),
     );
     let stores = routing_caches(&client, controller.store(), clusters, &wake);
-    let context = new_context(&client, &config, &stores, &pool, &metrics, &wake, memories);
+    let classes = ClassStores::watch(&client, &wake.admission);
+    let shared = Shared {
+        stores: stores.clone(),
+        classes: classes.clone(),
+        pool: pool.clone(),
+        memories,
+    };
+    let context = new_context(&client, &config, shared, &metrics, &wake);
     tokio::spawn(keep_queue_status(
         client.clone(),
         stores.clone(),
@@ -135,6 +143,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
     tokio::spawn(admission_loop::run(
         client.clone(),
         stores.clone(),
+        classes,
         context.recorder.clone(),
         metrics.clone(),
         wake.admission.clone(),
@@ -237,20 +246,33 @@ fn wakes_admission(event: &watcher::Event<Workload>) -> bool {
 }
 
 /// What the reconcilers share.
+/// The caches, the worker pool and the memories the reconcilers share with the rest.
+struct Shared {
+    stores: ManagerStores,
+    classes: ClassStores,
+    pool: WorkerPool,
+    memories: Arc<Memories>,
+}
+
 fn new_context(
     client: &Client,
     config: &Configuration,
-    stores: &ManagerStores,
-    pool: &WorkerPool,
+    shared: Shared,
     metrics: &Arc<crate::metrics::Metrics>,
     wake: &Wake,
-    memories: Arc<Memories>,
 ) -> Arc<Context> {
+    let Shared {
+        stores,
+        classes,
+        pool,
+        memories,
+    } = shared;
     Arc::new(Context {
         client: client.clone(),
         config: config.clone(),
-        stores: stores.clone(),
-        pool: pool.clone(),
+        stores,
+        classes,
+        pool,
         metrics: metrics.clone(),
         recorder: Events::start(
             client.clone(),

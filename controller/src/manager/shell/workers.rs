@@ -402,7 +402,7 @@ async fn became_active(
         cluster,
         ConditionStatus::True,
         reason::ACTIVE,
-        "connected",
+        "Connected",
     )
     .await;
     pool.triggers.everything();

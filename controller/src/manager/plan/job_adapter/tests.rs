@@ -92,6 +92,7 @@ fn observe<'a>(
         winner_replica,
         copies,
         winner_jobs_known: true,
+        label_class_value: None,
     }
 }
 
@@ -216,6 +217,7 @@ fn a_mirrored_status_is_not_written_again() {
     let held = replica(HOLDING);
     let mut mirrored = job();
     mirrored.status = copy(4).status;
+    mirrored.spec.as_mut().unwrap().suspend = Some(false);
     let plan = decide(&observe(&mirrored, Some(&wl), Some(&held), &found));
     assert_eq!(plan, JobPlan::default());
 }
@@ -280,4 +282,137 @@ fn a_finished_workload_without_a_copy_keeps_the_final_status() {
         decide(&observe(&finished, Some(&wl), None, &none)),
         JobPlan::default()
     );
+}
+
+fn admitted_in(cluster_queue: &str, winner: &str) -> Workload {
+    let mut wl = workload(Some(winner), HOLDING);
+    wl.status.as_mut().unwrap().admission = Some(baton_crds::workload::Admission {
+        cluster_queue: cluster_queue.into(),
+        pod_set_assignments: vec![],
+    });
+    wl
+}
+
+#[test]
+fn the_manager_job_is_unsuspended_once_admitted_and_suspended_again_when_not() {
+    // Upstream: "Should run a job on worker if admitted (ManagedBy)" waits for the manager
+    // Job's spec.suspend to be false.
+    let none = copies(&[]);
+    let wl = admitted_in("cq", "w1");
+    let plan = decide(&observe(&job(), Some(&wl), None, &none));
+    let start = plan.suspend.expect("a change");
+    assert!(!start.suspend());
+    assert_eq!(
+        start.event(),
+        ("Started", "Admitted by clusterQueue cq".to_string())
+    );
+    let mut running = job();
+    running.spec.as_mut().unwrap().suspend = Some(false);
+    assert_eq!(
+        decide(&observe(&running, Some(&wl), None, &none)).suspend,
+        None
+    );
+    // Not admitted (e.g. re-dispatched): suspended again, with the eviction's message when
+    // there is one.
+    let waiting = workload(None, &[condition::QUOTA_RESERVED]);
+    let stop = decide(&observe(&running, Some(&waiting), None, &none))
+        .suspend
+        .expect("a change");
+    assert!(stop.suspend());
+    assert_eq!(
+        stop.event(),
+        ("Stopped", "Not admitted by cluster queue".to_string())
+    );
+    let evicted = workload(None, &[condition::EVICTED]);
+    assert_eq!(
+        decide(&observe(&running, Some(&evicted), None, &none))
+            .suspend
+            .map(|c| c.event()),
+        Some(("Stopped", "test".to_string()))
+    );
+    assert_eq!(
+        decide(&observe(&job(), Some(&waiting), None, &none)).suspend,
+        None,
+        "a suspended Job that is not admitted stays so"
+    );
+    // Finished: left as it is.
+    let done = workload(Some("w1"), &[condition::FINISHED]);
+    assert_eq!(
+        decide(&observe(&running, Some(&done), None, &none)).suspend,
+        None
+    );
+}
+
+fn labelled(class: &str) -> Job {
+    let mut job = job();
+    job.metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(PRIORITY_CLASS_LABEL.into(), class.into());
+    job
+}
+
+fn with_class(mut wl: Workload, group: PriorityClassGroup, name: &str) -> Workload {
+    wl.spec.priority_class_ref = Some(baton_crds::workload::PriorityClassRef {
+        group,
+        kind: match group {
+            PriorityClassGroup::Kueue => {
+                baton_crds::workload::PriorityClassKind::WorkloadPriorityClass
+            }
+            PriorityClassGroup::Scheduling => {
+                baton_crds::workload::PriorityClassKind::PriorityClass
+            }
+        },
+        name: name.into(),
+    });
+    wl
+}
+
+#[test]
+fn a_changed_priority_class_label_updates_the_workload_as_upstream() {
+    let none = copies(&[]);
+    let low = labelled("low");
+    let priority = |wl: &Workload, value: Option<i32>| {
+        let mut obs = observe(&low, Some(wl), None, &none);
+        obs.label_class_value = value;
+        decide(&obs).workload_priority
+    };
+    let high = with_class(
+        workload(Some("w1"), HOLDING),
+        PriorityClassGroup::Kueue,
+        "high",
+    );
+    assert_eq!(
+        priority(&high, Some(10)),
+        Some(WorkloadPriority {
+            class: "low".into(),
+            value: 10
+        })
+    );
+    // The label's class is not on the manager: nothing to resolve, nothing changes.
+    assert_eq!(priority(&high, None), None);
+    // Already that class: nothing (a class whose value was edited is not re-resolved).
+    let same = with_class(
+        workload(Some("w1"), HOLDING),
+        PriorityClassGroup::Kueue,
+        "low",
+    );
+    assert_eq!(priority(&same, Some(10)), None);
+    // A workload of a pod PriorityClass does not follow the label.
+    let pod = with_class(workload(None, &[]), PriorityClassGroup::Scheduling, "high");
+    assert_eq!(priority(&pod, Some(10)), None);
+    // No class yet: given one unless it reserved quota (the API refuses it then).
+    let bare = workload(None, &[]);
+    assert!(priority(&bare, Some(10)).is_some());
+    let mut reserved = workload(None, &[condition::QUOTA_RESERVED]);
+    reserved.status.as_mut().unwrap().admission = Some(baton_crds::workload::Admission {
+        cluster_queue: "cq".into(),
+        pod_set_assignments: vec![],
+    });
+    assert_eq!(priority(&reserved, Some(10)), None);
+    // No label: nothing.
+    let unlabelled = job();
+    let mut obs = observe(&unlabelled, Some(&high), None, &none);
+    obs.label_class_value = Some(10);
+    assert_eq!(decide(&obs).workload_priority, None);
 }

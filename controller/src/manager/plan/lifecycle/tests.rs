@@ -4,7 +4,9 @@ use baton_core::dispatch::Dispatcher;
 use baton_core::ungate;
 use baton_crds::constants::{MULTIKUEUE_GATE, reason};
 use baton_crds::gates::set_gate_state;
-use baton_crds::workload::{Admission, GateState, WorkloadSpec};
+use baton_crds::workload::{
+    Admission, GateState, PriorityClassGroup, PriorityClassKind, WorkloadSpec,
+};
 use chrono::TimeZone;
 
 mod props;
@@ -78,7 +80,7 @@ fn reserved(mut wl: Workload) -> Workload {
 }
 
 fn replica(created: i64) -> Workload {
-    let mut r = build_replica(&manager(), "multikueue", true);
+    let mut r = build_replica(&manager(), None, "multikueue", true);
     r.metadata.creation_timestamp = Some(to_kube(t(created)));
     r
 }
@@ -150,6 +152,7 @@ fn run_with(
             route: Some(&route),
             clusters,
             replicas: &cached(replicas),
+            priority: wl.spec.priority,
             now: t(now),
         },
         config,
@@ -173,6 +176,14 @@ fn with_status(mut wl: Workload, plan: &Plan) -> Workload {
 
 fn deleted(plan: &Plan) -> Vec<&str> {
     plan.delete.iter().map(|d| d.cluster.as_str()).collect()
+}
+
+fn check_message(wl: &Workload) -> String {
+    wl.status
+        .as_ref()
+        .and_then(|s| s.admission_checks.iter().find(|c| c.name == "mk"))
+        .map(|c| c.message.clone())
+        .unwrap_or_default()
 }
 
 fn check_state(wl: &Workload) -> Option<CheckState> {
@@ -294,7 +305,7 @@ fn the_earliest_admitted_replica_wins_and_the_others_are_deleted() {
     assert_eq!(plan.admitted_on.as_deref(), Some("w2"));
     assert_eq!(deleted(&plan), vec!["w1", "w3"]);
     assert!(plan.open_gate.is_none() && plan.create.is_empty());
-    // One event tells both: the admission and the losers' removal (no event per removal).
+    // One event, upstream's (reason and words); the losers go without an event each.
     assert!(plan.delete.iter().all(|d| !d.announce));
     let events: Vec<(&str, &str)> = plan
         .events
@@ -303,10 +314,7 @@ fn the_earliest_admitted_replica_wins_and_the_others_are_deleted() {
         .collect();
     assert_eq!(
         events,
-        vec![(
-            "AdmittedOnCluster",
-            "admitted on worker cluster w2; the replicas on w1, w3 are removed"
-        )]
+        vec![("MultiKueue", r#"The workload was admitted on "w2""#)]
     );
     let wl = with_status(wl, &plan);
     let status = wl.status.as_ref().expect("status");
@@ -325,6 +333,7 @@ fn the_earliest_admitted_replica_wins_and_the_others_are_deleted() {
         "the manager's own Admitted: when its check turned Ready"
     );
     assert_eq!(check_state(&wl), Some(CheckState::Ready));
+    assert_eq!(check_message(&wl), r#"The workload was admitted on "w2""#);
 }
 
 #[test]
@@ -383,8 +392,13 @@ fn an_evicted_winner_sends_the_workload_back_to_dispatch() {
     let plan = run(&wl, &active(&["w1", "w2", "w3"]), &replicas, 60);
     assert_eq!(deleted(&plan), vec!["w2"]);
     assert_eq!(plan.requeue_after, Some(Duration::ZERO));
-    assert_eq!(plan.events[0].reason, "Redispatched");
+    assert_eq!(plan.events[0].reason, "MultiKueue");
+    assert_eq!(plan.events[0].type_, EventType::Normal);
+    assert_eq!(plan.events[0].action, "EvictedOnWorker");
+    let message = r#"Workload evicted on worker cluster: "w2", resetting for re-admission. Previously: "Ready""#;
+    assert_eq!(plan.events[0].message, message);
     let wl = with_status(wl, &plan);
+    assert_eq!(check_message(&wl), message);
     let status = wl.status.as_ref().expect("status");
     assert_eq!(status.cluster_name, None);
     assert!(!is_true(&status.conditions, condition::ADMITTED));
@@ -469,14 +483,21 @@ fn a_lost_worker_keeps_its_workload_until_the_timeout() {
         wl.status.as_ref().and_then(|s| s.cluster_name.clone()),
         None
     );
+    // Upstream's words in the check and the event; the cause in the Requeued condition.
+    assert_eq!(
+        plan.events[0].message,
+        r#"Admitting remote lost, Previously: "Ready""#
+    );
     assert!(
-        plan.events[0]
-            .message
-            .contains("unreachable for more than 900s")
+        find_condition(
+            &wl.status.as_ref().expect("status").conditions,
+            condition::REQUEUED
+        )
+        .is_some_and(|c| c.message.contains("unreachable for more than 900s"))
     );
     // When w2 comes back, its old replica is stale: deleted, never a winner. The one made
     // after the re-dispatch is kept, whatever the worker's clock says of its creation.
-    let mut after = build_replica(&wl, "multikueue", true);
+    let mut after = build_replica(&wl, None, "multikueue", true);
     after.metadata.creation_timestamp = Some(to_kube(t(900)));
     let replicas = BTreeMap::from([
         ("w2".to_string(), admitted(replica(0), 20)),
@@ -493,10 +514,25 @@ fn a_lost_worker_keeps_its_workload_until_the_timeout() {
 #[test]
 fn a_winner_whose_replica_vanished_or_cluster_was_removed_is_redispatched() {
     let wl = won_on_w2();
+    let requeued = |plan: &Plan| {
+        plan.status
+            .as_ref()
+            .and_then(|s| find_condition(&s.conditions, condition::REQUEUED))
+            .map(|c| c.message.clone())
+            .unwrap_or_default()
+    };
     let plan = run(&wl, &active(&["w1", "w2", "w3"]), &BTreeMap::new(), 50);
-    assert!(plan.events[0].message.contains("disappeared"));
+    assert_eq!(
+        plan.events[0].message,
+        r#"Admitting remote no longer exists, Previously: "Ready""#
+    );
+    assert!(requeued(&plan).contains("disappeared"));
     let plan = run(&wl, &active(&["w1", "w3"]), &BTreeMap::new(), 50);
-    assert!(plan.events[0].message.contains("was removed"));
+    assert_eq!(
+        plan.events[0].message,
+        r#"Admitting remote lost, Previously: "Ready""#
+    );
+    assert!(requeued(&plan).contains("was removed"));
 }
 
 #[test]
@@ -525,6 +561,7 @@ fn a_workload_that_leaves_multikueue_is_cleaned_up() {
             route: None,
             clusters: &clusters,
             replicas: &cached(&replicas),
+            priority: None,
             now: t(1),
         },
         &config(),
@@ -716,4 +753,237 @@ fn replica_conditions(
         .as_ref()
         .map(|s| s.conditions.as_slice())
         .unwrap_or_default()
+}
+
+fn finished_out_of_sync(r: Workload, at: i64) -> Workload {
+    with_conditions(
+        r,
+        &[(
+            condition::FINISHED,
+            ConditionStatus::True,
+            reason::OUT_OF_SYNC,
+        )],
+        at,
+    )
+}
+
+#[test]
+fn a_winner_finished_out_of_sync_is_redispatched_not_finished() {
+    // Upstream: "Should retry a Job whose remote workload finishes OutOfSync instead of
+    // finishing the manager workload".
+    let wl = won_on_w2();
+    let replicas = BTreeMap::from([(
+        "w2".to_string(),
+        finished_out_of_sync(admitted(replica(0), 20), 50),
+    )]);
+    let plan = run(&wl, &active(&["w1", "w2", "w3"]), &replicas, 60);
+    assert_eq!(deleted(&plan), vec!["w2"]);
+    let message = r#"Remote workload on worker cluster "w2" is out of sync with its user job, resetting for re-dispatch, Previously: "Ready""#;
+    let events: Vec<(&EventType, &str, &str)> = plan
+        .events
+        .iter()
+        .map(|e| (&e.type_, e.reason.as_str(), e.message.as_str()))
+        .collect();
+    assert_eq!(events, vec![(&EventType::Warning, "MultiKueue", message)]);
+    let wl = with_status(wl, &plan);
+    let status = wl.status.as_ref().expect("status");
+    assert!(
+        find_condition(&status.conditions, condition::FINISHED).is_none(),
+        "never finished that way"
+    );
+    assert_eq!(status.cluster_name, None);
+    assert_eq!(check_state(&wl), Some(CheckState::Retry));
+    assert_eq!(check_message(&wl), message);
+}
+
+#[test]
+fn a_replica_finished_out_of_sync_before_any_winner_is_replaced() {
+    let replicas = BTreeMap::from([
+        (
+            "w1".to_string(),
+            finished_out_of_sync(admitted(replica(0), 10), 12),
+        ),
+        ("w2".to_string(), replica(0)),
+    ]);
+    let plan = run(&manager(), &active(&["w1", "w2"]), &replicas, 20);
+    assert_eq!(plan.admitted_on, None, "it never wins");
+    assert_eq!(
+        plan.delete
+            .iter()
+            .map(|d| (d.cluster.as_str(), &d.cause))
+            .collect::<Vec<_>>(),
+        vec![("w1", &RemovalCause::OutOfSync)]
+    );
+}
+
+#[test]
+fn a_lost_or_gone_winner_gets_upstreams_retry_messages() {
+    let ready = CheckState::Ready;
+    assert_eq!(
+        retry_message(
+            &RedispatchCause::Unreachable {
+                cluster: "w1".into(),
+                timeout: Duration::from_secs(60),
+            },
+            ready
+        ),
+        r#"Admitting remote lost, Previously: "Ready""#
+    );
+    assert_eq!(
+        retry_message(
+            &RedispatchCause::ClusterRemoved {
+                cluster: "w1".into()
+            },
+            ready
+        ),
+        r#"Admitting remote lost, Previously: "Ready""#
+    );
+    for cause in [
+        RedispatchCause::ReplicaGone {
+            cluster: "w1".into(),
+        },
+        RedispatchCause::LostReservation {
+            cluster: "w1".into(),
+        },
+    ] {
+        assert_eq!(
+            retry_message(&cause, ready),
+            r#"Admitting remote no longer exists, Previously: "Ready""#
+        );
+    }
+    assert_eq!(
+        retry_message(
+            &RedispatchCause::FinishedOutOfSync {
+                cluster: "w1".into()
+            },
+            CheckState::Pending
+        ),
+        r#"Remote workload on worker cluster "w1" is out of sync with its user job, resetting for re-dispatch, Previously: "Pending""#
+    );
+    assert_eq!(
+        retry_message(
+            &RedispatchCause::Evicted {
+                cluster: "w1".into(),
+                reason: "Preempted".into()
+            },
+            CheckState::Retry
+        ),
+        r#"Workload evicted on worker cluster: "w1", resetting for re-admission. Previously: "Retry""#
+    );
+}
+
+fn with_class(mut wl: Workload, class: &str, group: PriorityClassGroup) -> Workload {
+    wl.spec.priority_class_ref = Some(PriorityClassRef {
+        group,
+        kind: match group {
+            PriorityClassGroup::Kueue => PriorityClassKind::WorkloadPriorityClass,
+            PriorityClassGroup::Scheduling => PriorityClassKind::PriorityClass,
+        },
+        name: class.into(),
+    });
+    wl
+}
+
+fn plan_with_priority(
+    wl: &Workload,
+    replicas: &BTreeMap<String, Workload>,
+    priority: Option<i32>,
+) -> Plan {
+    let route = route();
+    let clusters = active(&["w1", "w2", "w3"]);
+    plan(
+        &Observation {
+            workload: wl,
+            route: Some(&route),
+            clusters: &clusters,
+            replicas: &cached(replicas),
+            priority,
+            now: t(30),
+        },
+        &config(),
+    )
+}
+
+#[test]
+fn replicas_in_sync_carry_the_priority_resolved_on_the_manager() {
+    let wl = with_class(manager(), "high", PriorityClassGroup::Kueue);
+    let made = build_replica(&wl, Some(1000), "multikueue", true);
+    assert_eq!(made.spec.priority, Some(1000));
+    let replicas = BTreeMap::from([("w1".to_string(), made)]);
+    let plan = plan_with_priority(&wl, &replicas, Some(1000));
+    assert!(plan.delete.is_empty() && plan.update_priority.is_none());
+    // A class not found on the manager: nothing to carry, a worker-filled value is fine.
+    let plan = plan_with_priority(&wl, &replicas, None);
+    assert!(plan.delete.is_empty() && plan.update_priority.is_none());
+}
+
+#[test]
+fn a_priority_class_change_updates_live_replicas_in_place() {
+    // Upstream: "should update the workload's priority class on the worker if it changes on
+    // the manager".
+    let before = with_class(manager(), "high", PriorityClassGroup::Kueue);
+    let after = with_class(manager(), "low", PriorityClassGroup::Kueue);
+    let replicas = BTreeMap::from([
+        (
+            "w1".to_string(),
+            admitted(build_replica(&before, Some(1000), "multikueue", true), 10),
+        ),
+        (
+            "w2".to_string(),
+            build_replica(&before, Some(1000), "multikueue", true),
+        ),
+    ]);
+    let wl = with_status(
+        after.clone(),
+        &plan_with_priority(&after, &replicas, Some(10)),
+    );
+    // The winner w1 keeps running; both replicas get the class and the value, none is
+    // replaced.
+    let plan = plan_with_priority(&wl, &replicas, Some(10));
+    let update = plan.update_priority.expect("an update");
+    assert_eq!(update.clusters, vec!["w1"]);
+    assert_eq!(update.priority, Some(10));
+    assert_eq!(update.class.map(|c| c.name), Some("low".to_string()));
+    assert!(!plan.delete.iter().any(|d| d.cluster == "w1"));
+    // Before a winner: every dispatched replica is updated.
+    let plan = plan_with_priority(&after, &replicas, Some(10));
+    assert_eq!(plan.admitted_on.as_deref(), Some("w1"));
+    let replicas = BTreeMap::from([
+        (
+            "w1".to_string(),
+            build_replica(&before, Some(1000), "multikueue", true),
+        ),
+        (
+            "w2".to_string(),
+            build_replica(&before, Some(1000), "multikueue", true),
+        ),
+    ]);
+    let plan = plan_with_priority(&after, &replicas, Some(10));
+    assert!(plan.delete.is_empty());
+    assert_eq!(
+        plan.update_priority.map(|u| u.clusters),
+        Some(vec!["w1".to_string(), "w2".to_string()])
+    );
+    // Only the value changed (the same class): updated in place too.
+    let plan = plan_with_priority(&before, &replicas, Some(7));
+    assert_eq!(plan.update_priority.map(|u| u.priority), Some(Some(7)));
+}
+
+#[test]
+fn a_change_to_or_from_a_pod_priority_class_replaces_the_replica() {
+    let before = with_class(manager(), "high", PriorityClassGroup::Scheduling);
+    let after = with_class(manager(), "low", PriorityClassGroup::Kueue);
+    let replicas = BTreeMap::from([(
+        "w1".to_string(),
+        build_replica(&before, Some(1000), "multikueue", true),
+    )]);
+    let plan = plan_with_priority(&after, &replicas, Some(10));
+    assert!(plan.update_priority.is_none());
+    assert_eq!(
+        plan.delete
+            .iter()
+            .map(|d| (d.cluster.as_str(), &d.cause))
+            .collect::<Vec<_>>(),
+        vec![("w1", &RemovalCause::OutOfSync)]
+    );
 }

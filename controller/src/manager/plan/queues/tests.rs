@@ -110,7 +110,7 @@ fn some_unusable_clusters_keep_the_check_active_and_name_them() {
     w.clusters[1] = cluster("w2", Some(false));
     let a = w.check("mk");
     assert_eq!((a.active, a.reason), (true, "SomeActiveClusters"));
-    assert_eq!(a.message, "Missing clusters: w3; Inactive clusters: w2");
+    assert_eq!(a.message, "Missing clusters: [w3], Inactive clusters: [w2]");
 }
 
 #[test]
@@ -119,7 +119,7 @@ fn no_usable_cluster_makes_the_check_inactive() {
     w.clusters = vec![cluster("w1", None), cluster("w2", Some(false))];
     let a = w.check("mk");
     assert_eq!((a.active, a.reason), (false, "NoUsableClusters"));
-    assert_eq!(a.message, "Inactive clusters: w1, w2");
+    assert_eq!(a.message, "Inactive clusters: [w1 w2]");
 }
 
 #[test]

@@ -10,9 +10,9 @@ use std::borrow::Cow;
 
 use baton_core::ungate::{self, GateObservation, ReplicaView};
 use baton_crds::conditions::find_condition;
-use baton_crds::constants::condition;
+use baton_crds::constants::{condition, reason};
 use baton_crds::time::to_chrono;
-use baton_crds::workload::{GateState, PodTemplate, Workload, WorkloadSpec};
+use baton_crds::workload::{GateState, PodTemplate, PriorityClassGroup, Workload, WorkloadSpec};
 use chrono::{DateTime, Utc};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
@@ -34,6 +34,9 @@ pub struct CachedReplica {
     quota_reserved: bool,
     /// `status.admission` is set.
     has_admission: bool,
+    /// `Finished=True` with reason `OutOfSync`: its worker found it out of sync with its
+    /// Job. Such a finish is a failure, never mirrored (it is left out of `mirrored`).
+    finished_out_of_sync: bool,
     rare: Option<Box<Rare>>,
 }
 
@@ -70,6 +73,8 @@ impl CachedReplica {
             .unwrap_or_default();
         let true_condition =
             |type_: &str| find_condition(conditions, type_).filter(|c| c.status == "True");
+        let finished_out_of_sync =
+            true_condition(condition::FINISHED).is_some_and(|c| c.reason == reason::OUT_OF_SYNC);
         let mut view = ungate::view_of("", full);
         view.signal = view.signal.map(|mut s| {
             s.reason.shrink_to_fit();
@@ -85,6 +90,7 @@ impl CachedReplica {
             evicted: true_condition(condition::EVICTED).map(|c| Box::from(c.reason.as_str())),
             mirrored: MIRRORED_CONDITIONS
                 .iter()
+                .filter(|t| !(finished_out_of_sync && **t == condition::FINISHED))
                 .filter_map(|t| find_condition(conditions, t).cloned())
                 .collect(),
         };
@@ -95,6 +101,7 @@ impl CachedReplica {
             view,
             quota_reserved: true_condition(condition::QUOTA_RESERVED).is_some(),
             has_admission: full.status.as_ref().is_some_and(|s| s.admission.is_some()),
+            finished_out_of_sync,
             rare: rare.boxed(),
         }
     }
@@ -133,6 +140,11 @@ impl CachedReplica {
         self.quota_reserved
     }
 
+    /// Finished on its worker as `OutOfSync` (see the field).
+    pub fn finished_out_of_sync(&self) -> bool {
+        self.finished_out_of_sync
+    }
+
     /// The winner's conditions the manager mirrors, as the replica has them.
     pub fn mirrored(&self) -> &[Condition] {
         self.rare.as_ref().map_or(&[], |r| &r.mirrored)
@@ -166,6 +178,7 @@ impl CachedReplica {
             view,
             quota_reserved,
             has_admission,
+            finished_out_of_sync,
             rare,
         } = self;
         *uid != other.uid
@@ -173,6 +186,7 @@ impl CachedReplica {
             || *view != other.view
             || *quota_reserved != other.quota_reserved
             || *has_admission != other.has_admission
+            || *finished_out_of_sync != other.finished_out_of_sync
             || *rare != other.rare
     }
 
@@ -256,23 +270,45 @@ fn parse_uuid(text: &str) -> Option<[u64; 2]> {
     Some([(digits >> 64) as u64, digits as u64])
 }
 
-/// Whether the replica's spec still matches the manager's. Gates are ignored (Kueue #12543),
-/// and so is a priority the worker filled in where the manager's object has none (upstream
-/// Kueue workers set it in a webhook).
-pub fn in_sync(manager: &SpecDigest, replica: &CachedReplica) -> bool {
-    match manager.priority_set {
-        true => manager.whole == replica.digest.whole,
-        false => manager.without_priority == replica.digest.without_priority,
-    }
+/// Whether the replica's spec matches the manager's in all but its priority: gates are
+/// ignored (Kueue #12543), and so are the priority and the class reference, which
+/// [`priority_in_sync`] and [`priority_updatable`] judge (upstream updates them in place).
+pub fn in_sync(expected: &SpecDigest, replica: &CachedReplica) -> bool {
+    expected.rest == replica.digest.rest
 }
 
-/// A spec as [`in_sync`] compares it, in 64-bit digests of its JSON form (gates left out):
-/// whole, and without the priority.
+/// Whether the replica carries the priority the manager expects: the same class reference,
+/// and the same value, unless the manager expects none (then a priority the worker filled in
+/// is fine: upstream Kueue workers set one in a webhook).
+pub fn priority_in_sync(expected: &SpecDigest, replica: &CachedReplica) -> bool {
+    let (e, r) = (&expected, &replica.digest);
+    e.class_group == r.class_group
+        && e.class_name == r.class_name
+        && (!e.priority_set || (r.priority_set && e.priority == r.priority))
+}
+
+/// Whether a replica whose priority is not in sync may be updated in place, as upstream Kueue
+/// does (`workload.PriorityChanged`): both name a WorkloadPriorityClass (the API lets only
+/// its name change while quota is reserved), or both name the same class and only the value
+/// differs. Otherwise the replica is out of sync and is replaced.
+pub fn priority_updatable(expected: &SpecDigest, replica: &CachedReplica) -> bool {
+    let (e, r) = (&expected, &replica.digest);
+    let both_workload_classes = e.class_group == Some(PriorityClassGroup::Kueue)
+        && r.class_group == Some(PriorityClassGroup::Kueue);
+    let same_class = e.class_group == r.class_group && e.class_name == r.class_name;
+    both_workload_classes || same_class
+}
+
+/// A spec as [`in_sync`] and [`priority_in_sync`] compare it: a 64-bit digest of its JSON form
+/// without the gates, the priority and the class reference; the class reference (its group,
+/// and a digest of its name); the priority.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpecDigest {
-    whole: u64,
-    without_priority: u64,
+    rest: u64,
+    class_name: u64,
+    priority: i32,
     priority_set: bool,
+    class_group: Option<PriorityClassGroup>,
 }
 
 impl SpecDigest {
@@ -284,15 +320,35 @@ impl SpecDigest {
         for pod_set in &mut spec.pod_sets {
             pod_set.template = PodTemplate::default();
         }
-        let whole = digest(&spec, templates);
-        let priority_set = spec.priority.is_some();
-        spec.priority = None;
+        let priority = spec.priority.take();
+        let class = spec.priority_class_ref.take();
         Self {
-            whole,
-            without_priority: digest(&spec, templates),
-            priority_set,
+            rest: digest(&spec, templates),
+            class_name: class.as_ref().map_or(0, |c| name_digest(&c.name)),
+            priority: priority.unwrap_or_default(),
+            priority_set: priority.is_some(),
+            class_group: class.map(|c| c.group),
         }
     }
+}
+
+impl SpecDigest {
+    /// The digest of the spec a replica carries (`replica_spec`): the priority
+    /// resolved on the manager stands in when the spec has none.
+    pub fn with_resolved_priority(mut self, priority: Option<i32>) -> Self {
+        if let (false, Some(p)) = (self.priority_set, priority) {
+            self.priority = p;
+            self.priority_set = true;
+        }
+        self
+    }
+}
+
+fn name_digest(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    name.hash(&mut hasher);
+    hasher.finish()
 }
 
 fn template_digest(spec: &WorkloadSpec) -> u64 {

@@ -32,7 +32,8 @@ pub async fn run(ctx: &Context, wl: &Workload, clusters: &[String]) -> Outcome {
     let ns = wl.namespace().unwrap_or_default();
     let name = wl.name_any();
     let origin = ctx.config.origin.as_str();
-    let replica = build_replica(wl, origin, ctx.config.orchestrated_preemption);
+    let priority = ctx.classes.priority_of(&wl.spec);
+    let replica = build_replica(wl, priority, origin, ctx.config.orchestrated_preemption);
     let mut created: Vec<&str> = Vec::new();
     let mut outcome = Outcome::Done;
     let creations = clusters.iter().filter_map(|cluster| {

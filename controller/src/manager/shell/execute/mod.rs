@@ -1,5 +1,5 @@
 //! Carrying out a lifecycle [`Plan`], one executor per step, in the plan's order: finalizer,
-//! deletions, creations, gate, status and events, finalizer removal. Every write uses the
+//! deletions, creations, priority updates, gate, status and events, finalizer removal. Every write uses the
 //! cached resourceVersion or uid; a conflict means "look again" (the next pass re-reads and
 //! re-decides).
 
@@ -7,6 +7,7 @@ mod creations;
 pub mod deletions;
 mod finalizer;
 mod gate;
+mod priority;
 mod status;
 
 use std::collections::BTreeMap;
@@ -44,6 +45,11 @@ pub async fn execute(
         return Ok(Action::requeue(AFTER_CONFLICT));
     }
     let created = creations::run(ctx, wl, &plan.create).await;
+    if let Some(update) = &plan.update_priority
+        && priority::run(ctx, wl, replicas, update).await? == Outcome::Conflict
+    {
+        return Ok(Action::requeue(AFTER_CONFLICT));
+    }
     if let Some(opening) = &plan.open_gate
         && gate::open(ctx, wl, replicas, opening).await? == Outcome::Conflict
     {

@@ -7,7 +7,7 @@ use kube::api::{Api, PostParams};
 use super::{Outcome, conflict_or};
 use crate::manager::plan::lifecycle::Plan;
 use crate::manager::shell::context::{Context, ReconcileError};
-use crate::manager::shell::events::publish;
+use crate::manager::shell::events::publish_action;
 use crate::metrics::Metrics;
 
 /// Writes the plan's status (if any); on success, the plan's metrics and events follow.
@@ -35,11 +35,12 @@ pub async fn write(ctx: &Context, wl: &Workload, plan: &Plan) -> Result<Outcome,
         ctx.metrics.workloads_redispatched.inc();
     }
     for event in &plan.events {
-        publish(
+        publish_action(
             ctx,
             wl,
             event.type_.clone(),
             &event.reason,
+            event.action,
             event.cluster.as_deref(),
             event.message.clone(),
         )

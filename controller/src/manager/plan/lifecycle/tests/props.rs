@@ -25,6 +25,7 @@ impl World {
                 route: self.routed.then_some(&route),
                 clusters: &self.clusters,
                 replicas: &cached(&self.replicas),
+                priority: self.workload.spec.priority,
                 now: t(now),
             },
             &self.config,
@@ -69,7 +70,7 @@ impl World {
             next.replicas.remove(&d.cluster);
         }
         for cluster in &plan.create {
-            let mut r = build_replica(&self.workload, "multikueue", self.config.orchestrated);
+            let mut r = build_replica(&self.workload, None, "multikueue", self.config.orchestrated);
             r.metadata.creation_timestamp = Some(to_kube(t(now)));
             next.replicas.insert(cluster.clone(), r);
         }

@@ -3,7 +3,9 @@ use std::collections::BTreeMap;
 use baton_crds::conditions::{ConditionStatus, NewCondition, set_condition};
 use baton_crds::constants::MULTIKUEUE_GATE;
 use baton_crds::gates::set_gate_state;
-use baton_crds::workload::{Admission, PodSet, PreemptionCost, WorkloadStatus};
+use baton_crds::workload::{
+    Admission, PodSet, PreemptionCost, PriorityClassKind, PriorityClassRef, WorkloadStatus,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::*;
@@ -44,27 +46,108 @@ fn sync(m: &Workload, r: &Workload) -> bool {
     in_sync(&SpecDigest::of(&m.spec), &CachedReplica::compact(r))
 }
 
+fn priority_sync(m: &Workload, r: &Workload) -> bool {
+    priority_in_sync(&SpecDigest::of(&m.spec), &CachedReplica::compact(r))
+}
+
 #[test]
 fn sync_ignores_gates_and_a_worker_filled_priority() {
     let m = manager();
-    let mut replica = build_replica(&m, "mk", true);
-    assert!(sync(&m, &replica));
+    let mut replica = build_replica(&m, None, "mk", true);
+    assert!(sync(&m, &replica) && priority_sync(&m, &replica));
     replica.spec.priority = Some(100);
-    assert!(sync(&m, &replica));
+    assert!(sync(&m, &replica) && priority_sync(&m, &replica));
     replica.spec.queue_name = Some("other".into());
     assert!(!sync(&m, &replica));
     let mut with_priority = m.clone();
     with_priority.spec.priority = Some(5);
-    let mut replica = build_replica(&with_priority, "mk", true);
-    assert!(sync(&with_priority, &replica));
+    let mut replica = build_replica(&with_priority, None, "mk", true);
+    assert!(sync(&with_priority, &replica) && priority_sync(&with_priority, &replica));
+    // Another value: in sync otherwise, its priority is not (it is updated in place).
     replica.spec.priority = Some(6);
-    assert!(!sync(&with_priority, &replica));
+    assert!(sync(&with_priority, &replica));
+    assert!(!priority_sync(&with_priority, &replica));
+    replica.spec.priority = None;
+    assert!(!priority_sync(&with_priority, &replica));
+}
+
+fn class(group: PriorityClassGroup, name: &str) -> Option<PriorityClassRef> {
+    Some(PriorityClassRef {
+        group,
+        kind: match group {
+            PriorityClassGroup::Kueue => PriorityClassKind::WorkloadPriorityClass,
+            PriorityClassGroup::Scheduling => PriorityClassKind::PriorityClass,
+        },
+        name: name.into(),
+    })
+}
+
+#[test]
+fn a_resolved_priority_stands_in_only_where_the_spec_has_none() {
+    let m = manager();
+    let carried = CachedReplica::compact(&build_replica(&m, Some(100), "mk", true));
+    let resolved = SpecDigest::of(&m.spec).with_resolved_priority(Some(100));
+    assert!(priority_in_sync(&resolved, &carried));
+    let other = SpecDigest::of(&m.spec).with_resolved_priority(Some(5));
+    assert!(!priority_in_sync(&other, &carried));
+    let mut own = m.clone();
+    own.spec.priority = Some(7);
+    let kept = SpecDigest::of(&own.spec).with_resolved_priority(Some(100));
+    assert_eq!(kept, SpecDigest::of(&own.spec));
+}
+
+#[test]
+fn a_class_change_is_updatable_in_place_only_between_workload_priority_classes() {
+    let updatable = |from: Option<PriorityClassRef>, to: Option<PriorityClassRef>| {
+        let mut m = manager();
+        m.spec.priority_class_ref = from;
+        let replica = CachedReplica::compact(&build_replica(&m, Some(1), "mk", true));
+        m.spec.priority_class_ref = to;
+        m.spec.priority = Some(2);
+        let expected = SpecDigest::of(&m.spec);
+        assert!(in_sync(&expected, &replica));
+        assert!(!priority_in_sync(&expected, &replica));
+        priority_updatable(&expected, &replica)
+    };
+    let k = PriorityClassGroup::Kueue;
+    let s = PriorityClassGroup::Scheduling;
+    assert!(updatable(class(k, "high"), class(k, "low")));
+    assert!(updatable(class(k, "high"), class(k, "high")));
+    assert!(updatable(class(s, "high"), class(s, "high")));
+    assert!(updatable(None, None));
+    assert!(!updatable(class(s, "high"), class(s, "low")));
+    assert!(!updatable(class(s, "high"), class(k, "high")));
+    assert!(!updatable(None, class(k, "high")));
+    assert!(!updatable(class(k, "high"), None));
+}
+
+#[test]
+fn a_finish_out_of_sync_is_recorded_and_never_mirrored() {
+    let full = with_condition(
+        build_replica(&manager(), None, "mk", true),
+        condition::FINISHED,
+        reason::OUT_OF_SYNC,
+        10,
+    );
+    let replica = CachedReplica::compact(&full);
+    assert!(replica.finished_out_of_sync());
+    assert!(replica.mirrored().is_empty());
+    let done = with_condition(
+        build_replica(&manager(), None, "mk", true),
+        condition::FINISHED,
+        "Succeeded",
+        10,
+    );
+    let replica = CachedReplica::compact(&done);
+    assert!(!replica.finished_out_of_sync());
+    assert_eq!(replica.mirrored().len(), 1);
+    assert!(replica.differs_beyond_version(&CachedReplica::compact(&full)));
 }
 
 #[test]
 fn a_pod_template_change_is_seen_though_the_record_keeps_no_template() {
     let mut m = manager();
-    let replica = CachedReplica::compact(&build_replica(&m, "mk", true));
+    let replica = CachedReplica::compact(&build_replica(&m, None, "mk", true));
     assert!(in_sync(&SpecDigest::of(&m.spec), &replica));
     m.spec.pod_sets[0].template = m.spec.pod_sets[0]
         .template
@@ -80,7 +163,7 @@ fn a_pod_template_change_is_seen_though_the_record_keeps_no_template() {
 
 #[test]
 fn a_pending_signalling_replica_is_read_as_the_ungating_rule_reads_it() {
-    let mut full = build_replica(&manager(), "mk", true);
+    let mut full = build_replica(&manager(), None, "mk", true);
     full.metadata.uid = Some("u-1".into());
     full.metadata.resource_version = Some("7".into());
     full.metadata
@@ -114,7 +197,7 @@ fn a_pending_signalling_replica_is_read_as_the_ungating_rule_reads_it() {
 
 #[test]
 fn an_admitted_then_evicted_winner_keeps_times_reasons_and_mirrored_conditions() {
-    let full = build_replica(&manager(), "mk", true);
+    let full = build_replica(&manager(), None, "mk", true);
     let full = with_condition(full, condition::QUOTA_RESERVED, "QuotaReserved", 20);
     let full = with_condition(full, condition::ADMITTED, "Admitted", 21);
     let full = with_condition(full, condition::POD_READY, "PodsReady", 22);
@@ -131,13 +214,13 @@ fn an_admitted_then_evicted_winner_keeps_times_reasons_and_mirrored_conditions()
 
 #[test]
 fn an_admission_or_an_open_gate_means_it_may_have_preempted() {
-    let mut full = build_replica(&manager(), "mk", true);
+    let mut full = build_replica(&manager(), None, "mk", true);
     full.status = Some(WorkloadStatus {
         admission: Some(Admission::default()),
         ..Default::default()
     });
     assert!(CachedReplica::compact(&full).may_have_preempted());
-    let mut full = build_replica(&manager(), "mk", true);
+    let mut full = build_replica(&manager(), None, "mk", true);
     set_gate_state(
         full.status.get_or_insert_with(Default::default),
         MULTIKUEUE_GATE,
@@ -154,7 +237,7 @@ fn an_admission_or_an_open_gate_means_it_may_have_preempted() {
             .and_then(|g| g.since),
         Some(at(50))
     );
-    let closed = CachedReplica::compact(&build_replica(&manager(), "mk", true));
+    let closed = CachedReplica::compact(&build_replica(&manager(), None, "mk", true));
     assert_eq!(
         closed.clone().with_open_time(at(50)),
         closed,
@@ -195,7 +278,7 @@ fn identifiers_come_back_exactly_as_written() {
 
 #[test]
 fn a_pending_replica_is_a_record_without_rare_parts() {
-    let mut full = build_replica(&manager(), "mk", true);
+    let mut full = build_replica(&manager(), None, "mk", true);
     full.metadata.uid = Some("348f8e46-0c5c-4b77-8aff-aeab87be8b60".into());
     full.metadata.resource_version = Some("6138".into());
     let cached = CachedReplica::compact(&full);
