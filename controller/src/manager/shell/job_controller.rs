@@ -190,8 +190,9 @@ async fn execute(
     if let Some(status) = &plan.status {
         return write_status(ctx, &job, status).await;
     }
-    // A periodic look even when idle, so a lost event never strands a Job.
-    Ok(Action::requeue(Duration::from_secs(300)))
+    // No timer per Job: the run loop looks at every Job periodically, so a lost event never
+    // strands one.
+    Ok(Action::await_change())
 }
 
 /// Writes the manager Job's `spec.suspend` (a merge patch guarded by the resourceVersion the
@@ -358,7 +359,7 @@ async fn write_status(
         .replace_status(&job.name_any(), &PostParams::default(), &replaced)
         .await
     {
-        Ok(_) => Ok(Action::requeue(Duration::from_secs(300))),
+        Ok(_) => Ok(Action::await_change()),
         Err(kube::Error::Api(e)) if e.code == 409 => Ok(Action::requeue(AFTER_CONFLICT)),
         Err(source) => Err(ReconcileError::Api {
             action: "write Job status",

@@ -175,13 +175,13 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
     Ok(())
 }
 
-/// How often every manager Workload is looked at again although nothing announced a
-/// change, so that a lost event never strands one.
+/// How often every manager Workload and queued Job is looked at again although nothing
+/// announced a change, so that a lost event never strands one.
 const RESYNC: Duration = Duration::from_secs(300);
 
-/// Wakes every workload each [`RESYNC`]: one timer for all of them, where a requeue per
-/// workload would keep a timer and a queue entry for each (10,000 pending workloads held
-/// about 8 MB of them).
+/// Wakes every object of a controller each [`RESYNC`]: one timer for all of them, where a
+/// requeue per object would keep a timer and a queue entry for each (10,000 pending
+/// workloads held about 8 MB of them).
 async fn resync(all: mpsc::UnboundedSender<()>) {
     let mut every = tokio::time::interval_at(tokio::time::Instant::now() + RESYNC, RESYNC);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -380,6 +380,8 @@ async fn run_controllers(
         });
     // Manager Jobs: only queued ones are cached; their Workloads (through the Workload
     // reconciler, see `Context::job_wakeups`) and their copies on the workers wake them.
+    let (all_jobs, every_job) = mpsc::unbounded_channel();
+    tokio::spawn(resync(all_jobs));
     let jobs_running = stripped_controller(
         Api::<Job>::all(client),
         watcher::Config::default().labels(QUEUE_NAME_LABEL),
@@ -387,6 +389,7 @@ async fn run_controllers(
     )
     .with_config(controller::Config::default().concurrency(RECONCILE_CONCURRENCY))
     .reconcile_on(UnboundedReceiverStream::new(woken.jobs))
+    .reconcile_all_on(UnboundedReceiverStream::new(every_job))
     .graceful_shutdown_on(shutdown.requested())
     .run(job_controller::reconcile, error_policy, context)
     .for_each(|result| async move {
