@@ -550,7 +550,11 @@ async fn worker_clients_are_rate_limited() {
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .expect("config");
-    let limits = baton::config::ClientConfig { qps: 2.0, burst: 2 };
+    let limits = baton::config::ClientConfig {
+        qps: 2.0,
+        burst: 2,
+        ..Default::default()
+    };
     let client =
         baton::manager::shell::workers::rate_limited_client(config, &limits).expect("client");
     let started = std::time::Instant::now();
@@ -562,6 +566,76 @@ async fn worker_clients_are_rate_limited() {
         started.elapsed() >= Duration::from_millis(1900),
         "{:?}",
         started.elapsed()
+    );
+}
+
+/// `workerClient.maxInFlight` bounds the requests to one worker awaiting their answer: a
+/// server that answers each request after 300 ms never sees more than that many at once,
+/// however many the manager has to send.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_clients_keep_at_most_max_in_flight_requests_open() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    let (open, most, served) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let (o, m, s) = (open.clone(), most.clone(), served.clone());
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let (open, most, served) = (o.clone(), m.clone(), s.clone());
+            tokio::spawn(async move {
+                let mut buffer = [0u8; 4096];
+                // One request per read is enough for this client's small GETs.
+                while let Ok(n) = stream.read(&mut buffer).await {
+                    if n == 0 {
+                        return;
+                    }
+                    let now_open = open.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now_open, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    open.fetch_sub(1, Ordering::SeqCst);
+                    served.fetch_add(1, Ordering::SeqCst);
+                    let body = r#"{"major":"1","minor":"32","gitVersion":"v1.32.0"}"#;
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if stream.write_all(answer.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let config = kube::Config::new(format!("http://{address}").parse().expect("url"));
+    let limits = baton::config::ClientConfig {
+        qps: 1000.0,
+        burst: 1000,
+        max_in_flight: 2,
+    };
+    let client =
+        baton::manager::shell::workers::rate_limited_client(config, &limits).expect("client");
+    let requests = (0..8).map(|_| client.apiserver_version());
+    for answer in futures::future::join_all(requests).await {
+        answer.expect("version");
+    }
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        8,
+        "every request was answered"
+    );
+    assert_eq!(
+        most.load(Ordering::SeqCst),
+        2,
+        "at most maxInFlight at once, and that many used"
     );
 }
 
