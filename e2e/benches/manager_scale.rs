@@ -68,10 +68,12 @@
 //! - `W=50 P=throughput,gate` (× 1,000, both dispatchers): 4.7 min (AllAtOnce 3.9 min of it).
 //!
 //! The largest shapes a developer can run: one phase at a time, as above. Memory is the
-//! limit on this 24 GiB machine: the manager holds about 11 KB per workload and 0.52 KB per
-//! cached replica at its peak (194 MiB at 10,000 × 10 AllAtOnce), the testbed side about 0.5 GiB there;
-//! 50,000 workloads × 20 workers AllAtOnce (1,000,000 replicas) would need about 1.1 GiB for
-//! the manager and several GiB for the testbed side.
+//! limit on this 24 GiB machine: once quiet the manager holds about 6.1 KB per workload and
+//! 389 bytes per cached replica (131 MiB at 10,000 × 10 AllAtOnce pending, 168 MiB at
+//! 10,000 × 20; peaks 30–38 MiB higher), the testbed side about 0.5 GiB and 0.8 GiB there;
+//! 50,000 workloads × 20 workers AllAtOnce (1,000,000 replicas) would need about 700 MiB for
+//! the manager and several GiB for the testbed side. `W=20 N=10000 D=AllAtOnce P=pending`
+//! took 2.5 min.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
