@@ -91,7 +91,7 @@ pub fn writes_for(
         Outcome::Waiting { victims } => {
             waiting_writes(rules, decision, wl, victims, by_key, earlier_reasons, now)
         }
-        Outcome::Pending { message } => pending_write(wl, message, now).into_iter().collect(),
+        Outcome::Pending { message, .. } => pending_write(wl, message, now).into_iter().collect(),
     }
 }
 

@@ -113,6 +113,7 @@ fn a_gated_workload_names_its_closed_gate_and_tells_once() {
                 victims: 2,
                 highest_priority: 0,
                 pods: 2,
+                stop_seconds: None,
             },
         },
         None,
@@ -135,6 +136,7 @@ fn a_gated_workload_names_its_closed_gate_and_tells_once() {
             victims: 2,
             highest_priority: 0,
             pods: 2,
+            stop_seconds: None,
         })
     );
     assert_eq!(
@@ -154,6 +156,7 @@ fn a_gated_workload_names_its_closed_gate_and_tells_once() {
                     victims: 1,
                     highest_priority: 0,
                     pods: 1,
+                    stop_seconds: None,
                 },
             },
             None,
@@ -329,6 +332,7 @@ fn a_pending_workload_is_told_only_when_the_reason_changes() {
         decision(
             Outcome::Pending {
                 message: message.into(),
+                gives_back: None,
             },
             None,
         )

@@ -29,6 +29,7 @@ fn any_policy() -> impl Strategy<Value = UngatingPolicy> {
     prop_oneof![
         Just(UngatingPolicy::FirstComeFirstServed),
         any_duration().prop_map(|window| UngatingPolicy::LeastDisruption { window }),
+        any_duration().prop_map(|window| UngatingPolicy::SoonestRoom { window }),
     ]
 }
 
@@ -49,14 +50,22 @@ fn any_replica() -> impl Strategy<Value = ReplicaView> {
         prop::bool::weighted(0.05),
         prop::option::weighted(
             0.6,
-            (any::<i32>(), any::<i32>(), any::<i64>()).prop_map(|(v, p, pods)| PreemptionCost {
-                victims: v,
-                highest_priority: p,
-                pods,
-            }),
+            (
+                any::<i32>(),
+                any::<i32>(),
+                any::<i64>(),
+                prop::option::of(any::<i64>()),
+            )
+                .prop_map(|(v, p, pods, stop)| PreemptionCost {
+                    victims: v,
+                    highest_priority: p,
+                    pods,
+                    stop_seconds: stop,
+                }),
         ),
+        prop::option::weighted(0.3, prop::sample::select(ReleaseReason::ALL.to_vec())),
     )
-        .prop_map(|(cluster, gate, signal, admitted, cost)| ReplicaView {
+        .prop_map(|(cluster, gate, signal, admitted, cost, released)| ReplicaView {
             cluster: cluster.to_string(),
             gate: gate.map(|(open, since)| GateObservation {
                 state: if open {
@@ -72,6 +81,7 @@ fn any_replica() -> impl Strategy<Value = ReplicaView> {
             }),
             admitted,
             cost,
+            released,
         })
 }
 
@@ -105,7 +115,9 @@ proptest! {
                 prop_assert!(waiting >= 1);
             }
             UngateDecision::Collect { requeue_after, waiting } => {
-                let UngatingPolicy::LeastDisruption { window } = policy else {
+                let (UngatingPolicy::LeastDisruption { window }
+                | UngatingPolicy::SoonestRoom { window }) = policy
+                else {
                     return Err(TestCaseError::fail("Collect under FCFS"));
                 };
                 prop_assert!(requeue_after <= window.saturating_add(STORED_TIME_PRECISION));

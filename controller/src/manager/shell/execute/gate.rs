@@ -169,6 +169,7 @@ mod tests {
             signalled_at: at,
             previous_opened_at: Some(at),
             previous_cluster: previous_cluster.map(str::to_string),
+            released_by: None,
             why: OpenReason::FirstSignaller { signalling: 2 },
         }
     }
