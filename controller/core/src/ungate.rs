@@ -281,9 +281,11 @@ pub fn decide_with_policy(
     }
 }
 
-/// The latest release not older than the last gate still Open: the holder gave the baton
-/// back, so no Open gate holds it (a gate left Open by an earlier timeout does not).
-/// A release with no stored time counts only when no gate is Open.
+/// The latest release after the last gate still Open was opened: the holder gave the baton
+/// back, so no Open gate holds it (a gate left Open by an earlier timeout does not). Strictly
+/// after: a gate opened in the same stored second as a release was opened for it (the
+/// released gate itself is Closed, so a holder that fails within the second it got the
+/// baton still passes it on at once). A release with no stored time does not count.
 fn latest_release(
     replicas: &[ReplicaView],
     last_opened: Option<DateTime<Utc>>,
@@ -300,7 +302,7 @@ fn latest_release(
                 at,
             })
         })
-        .filter(|r| last_opened.is_none_or(|opened| r.at >= opened))
+        .filter(|r| last_opened.is_none_or(|opened| r.at > opened))
         .max_by(|a, b| a.at.cmp(&b.at).then_with(|| b.cluster.cmp(&a.cluster)))
 }
 

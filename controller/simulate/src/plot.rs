@@ -5,18 +5,27 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::metrics::Outcome;
-use super::model::{Mode, Policy, format_duration};
+use super::model::{Mode, Policy, Workers, format_duration};
 
 /// A short label for an axis: `off`, `FCFS 30s`, `LD 30s`.
 fn short_label(mode: &Mode) -> String {
     match mode {
         Mode::Uncoordinated => "off".to_string(),
-        Mode::Orchestrated { policy, timeout } => {
+        Mode::Orchestrated {
+            policy,
+            timeout,
+            workers,
+        } => {
             let p = match policy {
                 Policy::FirstComeFirstServed => "FCFS",
                 Policy::LeastDisruption => "LD",
+                Policy::SoonestRoom => "SR",
             };
-            format!("{p} {}", format_duration(*timeout))
+            let kueue = match workers {
+                Workers::Baton => "",
+                Workers::Kueue => " K",
+            };
+            format!("{p} {}{kueue}", format_duration(*timeout))
         }
     }
 }
@@ -32,6 +41,10 @@ fn color(mode: &Mode) -> RGBColor {
             policy: Policy::LeastDisruption,
             ..
         } => RGBColor(0x2c, 0xa0, 0x2c),
+        Mode::Orchestrated {
+            policy: Policy::SoonestRoom,
+            ..
+        } => RGBColor(0x94, 0x67, 0xbd),
     }
 }
 

@@ -6,6 +6,8 @@ use chrono::TimeZone;
 use proptest::prelude::*;
 
 mod least_disruption;
+mod release;
+mod soonest_room;
 mod props;
 
 const TIMEOUT: Duration = Duration::from_secs(300);
