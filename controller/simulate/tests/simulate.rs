@@ -223,3 +223,38 @@ fn least_disruption_evicts_fewer_victims_than_fcfs_without_a_worse_high_priority
         assert_eq!(o.waste.count(WasteCause::Other), 0, "{:?}", o.waste);
     }
 }
+
+#[test]
+fn soonest_room_cuts_the_high_priority_tail_and_the_waste_of_fcfs() {
+    let spec = Spec {
+        workloads: 2_000,
+        ..Spec::default()
+    };
+    let trace = generate(&spec, spec.seed).unwrap();
+    let five_minutes = Duration::from_secs(300);
+    let fcfs = run(
+        &trace,
+        Mode::Orchestrated {
+            policy: Policy::FirstComeFirstServed,
+            timeout: five_minutes,
+            workers: Workers::Kueue,
+        },
+    );
+    let soonest = run(&trace, Mode::orchestrated(Policy::SoonestRoom, five_minutes));
+    assert!(
+        soonest.high_wait.p99 < fcfs.high_wait.p99,
+        "{} vs {}",
+        soonest.high_wait.p99,
+        fcfs.high_wait.p99
+    );
+    assert!(
+        soonest.wasted < fcfs.wasted,
+        "{} vs {}",
+        soonest.wasted,
+        fcfs.wasted
+    );
+    for o in [&fcfs, &soonest] {
+        assert_eq!(o.unfinished, 0, "{}", o.mode.label());
+        assert!(o.clusters_per_high_mean <= 1.05, "{}", o.mode.label());
+    }
+}
