@@ -405,10 +405,9 @@ mod tests {
 
     #[test]
     fn soonest_room_is_chosen_with_the_window_and_checked_against_the_timeout() {
-        let config = Configuration::from_yaml(
-            "ungatingPolicy: SoonestRoom\nleastDisruptionWindow: 1500ms",
-        )
-        .expect("valid");
+        let config =
+            Configuration::from_yaml("ungatingPolicy: SoonestRoom\nleastDisruptionWindow: 1500ms")
+                .expect("valid");
         assert_eq!(
             config.ungating_policy(),
             UngatingPolicy::SoonestRoom {

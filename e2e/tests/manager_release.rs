@@ -139,9 +139,7 @@ async fn a_holder_that_can_no_longer_make_room_passes_the_baton_within_two_secon
         }
     }
     // A timeout far beyond the test's patience: only a release can pass the baton on.
-    let manager = env
-        .start_manager(&config("FCFS", "120s"))
-        .expect("manager");
+    let manager = env.start_manager(&config("FCFS", "120s")).expect("manager");
     submit_high(&env).await;
     env.signal_gated(1, "high", Utc::now())
         .await
@@ -159,7 +157,9 @@ async fn a_holder_that_can_no_longer_make_room_passes_the_baton_within_two_secon
     .await;
     env.manager_reconciled(&manager, "high").await;
     assert_eq!(
-        env.replica(2, "high").await.and_then(|r| gate_state(&r, MULTIKUEUE_GATE)),
+        env.replica(2, "high")
+            .await
+            .and_then(|r| gate_state(&r, MULTIKUEUE_GATE)),
         Some(GateState::Closed),
         "worker-1 holds the baton: worker-2 waits"
     );
@@ -204,10 +204,7 @@ async fn a_holder_that_can_no_longer_make_room_passes_the_baton_within_two_secon
     let described = env.kubectl("manager", &["describe", "kwl", "high"]);
     assert!(described.contains("PreemptionGateReleased"), "{described}");
     assert!(
-        described.contains(&format!(
-            "{} gave the baton back at",
-            env.cluster(1)
-        )),
+        described.contains(&format!("{} gave the baton back at", env.cluster(1))),
         "{described}"
     );
     let counted = manager.metric(&format!(
@@ -229,9 +226,7 @@ async fn first_slow_then_fast(policy: &str) -> (Env, usize) {
     if let Some(mut s) = shims[1].take() {
         s.stop();
     }
-    let _manager = env
-        .start_manager(&config(policy, "120s"))
-        .expect("manager");
+    let _manager = env.start_manager(&config(policy, "120s")).expect("manager");
     submit_high(&env).await;
     eventually(WAIT, "worker-1 signals", || async {
         env.replica(1, "high").await.filter(is_gated)
@@ -246,7 +241,11 @@ async fn first_slow_then_fast(policy: &str) -> (Env, usize) {
         .expect("a known worker");
     // Only the winner evicted anything.
     let other = 3 - winner;
-    assert_eq!(evicted_on(&env, other).await, 0, "worker-{other} evicted nothing");
+    assert_eq!(
+        evicted_on(&env, other).await,
+        0,
+        "worker-{other} evicted nothing"
+    );
     drop(shims);
     (env, winner)
 }
@@ -254,7 +253,10 @@ async fn first_slow_then_fast(policy: &str) -> (Env, usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn soonest_room_gives_the_baton_to_the_worker_whose_victims_stop_sooner() {
     let (env, winner) = first_slow_then_fast("SoonestRoom").await;
-    assert_eq!(winner, 2, "worker-2's victims stop in 3 s, worker-1's in 30 s");
+    assert_eq!(
+        winner, 2,
+        "worker-2's victims stop in 3 s, worker-1's in 30 s"
+    );
     let described = env.kubectl("manager", &["describe", "kwl", "high"]);
     assert!(
         described.contains(&format!(
@@ -321,7 +323,9 @@ async fn upstream_kueue_replicas_fall_back_to_fcfs_with_the_timeout() {
     .expect("worker-1 stops signalling");
     env.manager_reconciled(&manager, "high").await;
     assert_eq!(
-        env.replica(2, "high").await.and_then(|r| gate_state(&r, MULTIKUEUE_GATE)),
+        env.replica(2, "high")
+            .await
+            .and_then(|r| gate_state(&r, MULTIKUEUE_GATE)),
         Some(GateState::Closed),
         "no release: worker-2 waits for the timeout"
     );
@@ -330,7 +334,10 @@ async fn upstream_kueue_replicas_fall_back_to_fcfs_with_the_timeout() {
         opened_2 - opened_1 >= chrono::Duration::seconds(timeout),
         "opened at {opened_1} then {opened_2}: the timeout passed the baton"
     );
-    assert_eq!(manager.metric("baton_preemption_gate_timeouts_total"), Some(1.0));
+    assert_eq!(
+        manager.metric("baton_preemption_gate_timeouts_total"),
+        Some(1.0)
+    );
     let described = env.kubectl("manager", &["describe", "kwl", "high"]);
     assert!(
         described.contains("reports no preemption cost, so first come, first served"),

@@ -157,19 +157,22 @@ fn trade_off<DB: DrawingBackend>(
             .zip(p99.iter().zip(wasted))
             .map(|(o, (&x, &y))| Circle::new((x, y), 5, color(&o.mode).filled())),
     )?;
-    chart.draw_series(outcomes.iter().zip(p99.iter().zip(wasted)).map(
-        |(o, (&x, &y))| {
-            Text::new(
-                short_label(&o.mode),
-                (x, y + top * 0.03),
-                ("sans-serif", 11).into_font().color(&BLACK).pos(
-                    plotters::style::text_anchor::Pos::new(
-                        plotters::style::text_anchor::HPos::Right,
-                        plotters::style::text_anchor::VPos::Bottom,
+    chart.draw_series(
+        outcomes
+            .iter()
+            .zip(p99.iter().zip(wasted))
+            .map(|(o, (&x, &y))| {
+                Text::new(
+                    short_label(&o.mode),
+                    (x, y + top * 0.03),
+                    ("sans-serif", 11).into_font().color(&BLACK).pos(
+                        plotters::style::text_anchor::Pos::new(
+                            plotters::style::text_anchor::HPos::Right,
+                            plotters::style::text_anchor::VPos::Bottom,
+                        ),
                     ),
-                ),
-            )
-        },
-    ))?;
+                )
+            }),
+    )?;
     Ok(())
 }

@@ -9,8 +9,8 @@ use baton_crds::cluster_queue::{
     ClusterQueuePreemption, FlavorFungibility, QueueingStrategy, ReclaimWithinCohort,
     WithinClusterQueue,
 };
-use baton_crds::quantity::Resources;
 use baton_crds::constants::ReleaseReason;
+use baton_crds::quantity::Resources;
 use baton_crds::workload::PreemptionCost;
 use chrono::{DateTime, TimeDelta, Utc};
 

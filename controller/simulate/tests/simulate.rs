@@ -240,7 +240,10 @@ fn soonest_room_cuts_the_high_priority_tail_and_the_waste_of_fcfs() {
             workers: Workers::Kueue,
         },
     );
-    let soonest = run(&trace, Mode::orchestrated(Policy::SoonestRoom, five_minutes));
+    let soonest = run(
+        &trace,
+        Mode::orchestrated(Policy::SoonestRoom, five_minutes),
+    );
     assert!(
         soonest.high_wait.p99 < fcfs.high_wait.p99,
         "{} vs {}",

@@ -6,9 +6,9 @@ use chrono::TimeZone;
 use proptest::prelude::*;
 
 mod least_disruption;
+mod props;
 mod release;
 mod soonest_room;
-mod props;
 
 const TIMEOUT: Duration = Duration::from_secs(300);
 

@@ -130,7 +130,9 @@ fn equal_priority_is_never_preempted_under_lower_priority() {
     w.submit(q, workload("ns/new", 5, 1, 5));
     let d = w.run();
     match &decision(&d, "ns/new").outcome {
-        Outcome::Pending { message, .. } => assert!(message.contains("may be preempted"), "{message}"),
+        Outcome::Pending { message, .. } => {
+            assert!(message.contains("may be preempted"), "{message}")
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -485,7 +487,9 @@ fn an_inactive_queue_admits_nothing_and_says_why() {
     });
     w.submit(q, workload("ns/w", 0, 1, 1));
     match &decision(&w.run(), "ns/w").outcome {
-        Outcome::Pending { message, .. } => assert!(message.contains("cq is inactive"), "{message}"),
+        Outcome::Pending { message, .. } => {
+            assert!(message.contains("cq is inactive"), "{message}")
+        }
         other => panic!("{other:?}"),
     }
 }

@@ -65,24 +65,26 @@ fn any_replica() -> impl Strategy<Value = ReplicaView> {
         ),
         prop::option::weighted(0.3, prop::sample::select(ReleaseReason::ALL.to_vec())),
     )
-        .prop_map(|(cluster, gate, signal, admitted, cost, released)| ReplicaView {
-            cluster: cluster.to_string(),
-            gate: gate.map(|(open, since)| GateObservation {
-                state: if open {
-                    GateState::Open
-                } else {
-                    GateState::Closed
-                },
-                since,
-            }),
-            signal: signal.map(|(reason, since)| Signal {
-                reason: reason.to_string(),
-                since,
-            }),
-            admitted,
-            cost,
-            released,
-        })
+        .prop_map(
+            |(cluster, gate, signal, admitted, cost, released)| ReplicaView {
+                cluster: cluster.to_string(),
+                gate: gate.map(|(open, since)| GateObservation {
+                    state: if open {
+                        GateState::Open
+                    } else {
+                        GateState::Closed
+                    },
+                    since,
+                }),
+                signal: signal.map(|(reason, since)| Signal {
+                    reason: reason.to_string(),
+                    since,
+                }),
+                admitted,
+                cost,
+                released,
+            },
+        )
 }
 
 /// One step of the clock: how far it moves (sometimes backwards), and whether a replica

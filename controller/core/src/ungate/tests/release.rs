@@ -55,9 +55,21 @@ fn without_a_release_the_holder_keeps_the_baton_until_the_timeout() {
         state: GateState::Closed,
         since: Some(t(11)),
     });
-    let decision = decide(&[reset, signalling("worker-2", 5)], &order(), t(12), TIMEOUT);
+    let decision = decide(
+        &[reset, signalling("worker-2", 5)],
+        &order(),
+        t(12),
+        TIMEOUT,
+    );
     assert!(
-        matches!(&decision, UngateDecision::Open { released_by: None, previous_opened_at: None, .. }),
+        matches!(
+            &decision,
+            UngateDecision::Open {
+                released_by: None,
+                previous_opened_at: None,
+                ..
+            }
+        ),
         "{decision:?}"
     );
 }
@@ -191,7 +203,11 @@ fn view_reads_a_release_only_from_a_closed_gate_and_a_false_signal_with_a_releas
             &[(condition::QUOTA_RESERVATION_BLOCKED, status, why)],
             t(9),
         );
-        assert_eq!(view_of("w", &wl).released, expected, "{gate:?} {status:?} {why}");
+        assert_eq!(
+            view_of("w", &wl).released,
+            expected,
+            "{gate:?} {status:?} {why}"
+        );
     }
 }
 

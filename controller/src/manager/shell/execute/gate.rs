@@ -13,12 +13,12 @@ use kube::runtime::events::{Event, EventType as KubeEventType};
 use kube::{Resource, ResourceExt};
 
 use super::{Outcome, conflict_or};
+use crate::admission::writes::PREEMPTION_GATE_RELEASED;
 use crate::manager::plan::lifecycle::{EventType, GateOpening};
 use crate::manager::plan::replica::CachedReplica;
 use crate::manager::shell::context::{Context, ReconcileError};
 use crate::manager::shell::events::publish;
 use crate::manager::shell::workers::{Connected, WorkerState};
-use crate::admission::writes::PREEMPTION_GATE_RELEASED;
 use crate::metrics::{Metrics, ReleaseLabel};
 use baton_core::ungate::{Released, opening_message};
 
