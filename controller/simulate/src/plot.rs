@@ -53,7 +53,13 @@ fn color(mode: &Mode) -> RGBColor {
 pub fn comparison_svg(outcomes: &[Outcome]) -> Result<String, String> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (1380, 340)).into_drawing_area();
+        // Wide enough for every bar's label: 48 px a mode per panel, at least 460.
+        let panel = u32::try_from(outcomes.len())
+            .unwrap_or(u32::MAX)
+            .saturating_mul(48)
+            .max(460);
+        let root =
+            SVGBackend::with_string(&mut svg, (panel.saturating_mul(3), 340)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         let panels = root.split_evenly((1, 3));
         let wasted: Vec<f64> = outcomes.iter().map(|o| o.wasted as f64).collect();
