@@ -109,6 +109,10 @@ pub enum SimulatePolicy {
     Fcfs,
     /// Gates opened for the cheapest victim set.
     LeastDisruption,
+    /// Gates opened for the victims gone soonest (then the cheapest).
+    SoonestRoom,
+    /// KEP-8303 FCFS with upstream Kueue's workers: no cost, no release on failure.
+    KueueWorkers,
     /// Orchestration off: every worker preempts.
     Uncoordinated,
     /// Uncoordinated, then each policy at each timeout.

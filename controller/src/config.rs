@@ -43,10 +43,11 @@ pub struct Configuration {
     #[serde(deserialize_with = "go_duration")]
     pub single_cluster_preemption_timeout: Duration,
     /// How the manager chooses which signalling replica gets the next gate: `FCFS` (the
-    /// KEP's first come, first served) or `LeastDisruption` (the cheapest victim set).
+    /// KEP's first come, first served), `LeastDisruption` (the cheapest victim set) or
+    /// `SoonestRoom` (the victims gone soonest, then the cheapest).
     pub ungating_policy: UngatingPolicyName,
-    /// `LeastDisruption` only: how long after the first signal other replicas may still
-    /// signal before the cheapest is chosen.
+    /// `LeastDisruption` and `SoonestRoom` only: how long after the first signal other
+    /// replicas may still signal before one is chosen.
     #[serde(deserialize_with = "go_duration")]
     pub least_disruption_window: Duration,
     /// How long an admitted workload stays with an unreachable worker before it is dispatched
@@ -101,6 +102,7 @@ pub enum UngatingPolicyName {
     #[serde(rename = "FCFS", alias = "FirstComeFirstServed")]
     Fcfs,
     LeastDisruption,
+    SoonestRoom,
 }
 
 /// Which dispatcher, and its settings.
@@ -272,6 +274,9 @@ impl Configuration {
             UngatingPolicyName::LeastDisruption => UngatingPolicy::LeastDisruption {
                 window: self.least_disruption_window,
             },
+            UngatingPolicyName::SoonestRoom => UngatingPolicy::SoonestRoom {
+                window: self.least_disruption_window,
+            },
         }
     }
 
@@ -284,7 +289,7 @@ impl Configuration {
         positive("leastDisruptionWindow", self.least_disruption_window)?;
         // The window delays an opening; it must end before the baton would pass on. (Only
         // checked where it applies: FCFS setups with a short timeout keep the default window.)
-        if self.ungating_policy == UngatingPolicyName::LeastDisruption
+        if self.ungating_policy != UngatingPolicyName::Fcfs
             && self.least_disruption_window >= self.single_cluster_preemption_timeout
         {
             return Err(ConfigError::new(
@@ -408,6 +413,24 @@ mod tests {
             config.ungating_policy(),
             UngatingPolicy::FirstComeFirstServed
         );
+    }
+
+    #[test]
+    fn soonest_room_is_chosen_with_the_window_and_checked_against_the_timeout() {
+        let config =
+            Configuration::from_yaml("ungatingPolicy: SoonestRoom\nleastDisruptionWindow: 1500ms")
+                .expect("valid");
+        assert_eq!(
+            config.ungating_policy(),
+            UngatingPolicy::SoonestRoom {
+                window: Duration::from_millis(1500)
+            }
+        );
+        let err = Configuration::from_yaml(
+            "ungatingPolicy: SoonestRoom\nsingleClusterPreemptionTimeout: 2s\nleastDisruptionWindow: 2s",
+        )
+        .expect_err("window not shorter than the timeout");
+        assert!(err.to_string().contains("leastDisruptionWindow"), "{err}");
     }
 
     #[test]

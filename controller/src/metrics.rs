@@ -18,6 +18,14 @@ pub struct ErrorLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReleaseLabel {
+    pub cluster: String,
+    /// The release reason (`NoPreemptionCandidates`, `PreemptionInsufficient`,
+    /// `ClusterQueueInactive`).
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct QueueLabel {
     pub cluster_queue: String,
 }
@@ -54,6 +62,7 @@ pub struct Metrics {
     pub gates_opened: Family<ClusterLabel, Counter>,
     pub gate_open_delay: Histogram,
     pub gate_timeouts: Counter,
+    pub gate_releases: Family<ReleaseLabel, Counter>,
     pub workloads_gated: Gauge,
     pub wasted_preemptions: Family<ClusterLabel, Counter>,
     pub worker_wasted_preemptions: Counter,
@@ -97,6 +106,7 @@ impl Metrics {
             gates_opened: Family::default(),
             gate_open_delay: Histogram::new(exponential_buckets(0.005, 2.0, 18)),
             gate_timeouts: Counter::default(),
+            gate_releases: Family::default(),
             workloads_gated: Gauge::default(),
             wasted_preemptions: Family::default(),
             worker_wasted_preemptions: Counter::default(),
@@ -169,6 +179,11 @@ impl Metrics {
             "preemption_gate_timeouts",
             "Gates opened because singleClusterPreemptionTimeout passed the baton on",
             m.gate_timeouts.clone(),
+        );
+        registry.register(
+            "preemption_gate_releases",
+            "Gates opened at once because the baton's holder gave it back (it could no longer make room), by holder cluster and reason",
+            m.gate_releases.clone(),
         );
         registry.register(
             "workloads_gated",

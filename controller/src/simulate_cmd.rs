@@ -18,6 +18,8 @@ fn selection(policy: SimulatePolicy) -> Selection {
     match policy {
         SimulatePolicy::Fcfs => Selection::Fcfs,
         SimulatePolicy::LeastDisruption => Selection::LeastDisruption,
+        SimulatePolicy::SoonestRoom => Selection::SoonestRoom,
+        SimulatePolicy::KueueWorkers => Selection::KueueWorkers,
         SimulatePolicy::Uncoordinated => Selection::Uncoordinated,
         SimulatePolicy::All => Selection::All,
     }

@@ -53,6 +53,51 @@ pub mod reason {
     pub const MULTIKUEUE: &str = "MultiKueue";
 }
 
+/// Why a replica that held the baton gave it back (Baton extension, DESIGN.md §3): the reason
+/// of its `QuotaReservationBlocked=False` condition, written by the worker shim together with
+/// its MultiKueue gate set back to Closed, when the preemption the gate allowed can no longer
+/// make room. The manager then passes the baton on at once instead of after
+/// `singleClusterPreemptionTimeout`. Upstream Kueue workers never write these reasons.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ReleaseReason {
+    /// No admitted workload may be evicted for it any more: none of lower priority, or all
+    /// tolerate it, or a disruption budget protects them (`NoPreemptionCandidates`).
+    NoCandidates,
+    /// Evicting every candidate would still not make it fit: its victims are gone and it does
+    /// not fit, or the quota was lowered (`PreemptionInsufficient`).
+    Insufficient,
+    /// Its ClusterQueue is inactive, or its queue is gone (`ClusterQueueInactive`).
+    QueueInactive,
+}
+
+impl ReleaseReason {
+    pub const ALL: [ReleaseReason; 3] = [
+        ReleaseReason::NoCandidates,
+        ReleaseReason::Insufficient,
+        ReleaseReason::QueueInactive,
+    ];
+
+    /// The condition reason that says it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ReleaseReason::NoCandidates => "NoPreemptionCandidates",
+            ReleaseReason::Insufficient => "PreemptionInsufficient",
+            ReleaseReason::QueueInactive => "ClusterQueueInactive",
+        }
+    }
+
+    /// Reads a condition reason; `None` for any other reason.
+    pub fn parse(reason: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == reason)
+    }
+}
+
+impl std::fmt::Display for ReleaseReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Annotations read from a victim's priority class (preemption toleration, KEP-4664).
 pub mod toleration {
     pub const PREFIX: &str = "preemption-toleration.scheduling.x-k8s.io/";

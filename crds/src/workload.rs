@@ -315,8 +315,8 @@ pub struct WorkloadStatus {
     /// Baton extension: what the preemption this workload waits for would evict on this
     /// cluster, written by Baton's worker shim together with `QuotaReservationBlocked=True`
     /// (reason `PreemptionGated`) and removed when the workload is no longer gated. The
-    /// MultiKueue manager's `LeastDisruption` ungating policy compares it across clusters.
-    /// Upstream Kueue workers do not write it.
+    /// MultiKueue manager's `LeastDisruption` and `SoonestRoom` ungating policies compare it
+    /// across clusters. Upstream Kueue workers do not write it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemption_cost: Option<PreemptionCost>,
 }
@@ -333,6 +333,13 @@ pub struct PreemptionCost {
     /// The pods those workloads run in total (the sum of their pod sets' counts).
     #[schemars(range(min = 0))]
     pub pods: i64,
+    /// How soon the victims will be gone, in seconds: the longest
+    /// `terminationGracePeriodSeconds` among their pod templates (Kubernetes' default, 30,
+    /// where a template sets none; 0 when there are no victims). An upper bound: pods that
+    /// stop on SIGTERM are gone sooner. Absent from workers that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub stop_seconds: Option<i64>,
 }
 
 /// Quota reserved for the workload in a ClusterQueue.

@@ -26,6 +26,7 @@ fn cost(victims: i32, highest_priority: i32, pods: i64) -> PreemptionCost {
         victims,
         highest_priority,
         pods,
+        stop_seconds: None,
     }
 }
 

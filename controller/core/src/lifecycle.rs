@@ -282,6 +282,9 @@ pub struct GateOpening {
     pub previous_opened_at: Option<DateTime<Utc>>,
     /// The cluster that held the baton until now.
     pub previous_cluster: Option<String>,
+    /// The holder gave the baton back (it could no longer make room): the baton passes on
+    /// at once, not after the timeout.
+    pub released_by: Option<ungate::Released>,
     /// Why this replica got the baton.
     pub why: OpenReason,
 }
@@ -592,6 +595,7 @@ fn ungate_step(
             signalled_at,
             previous_opened_at,
             previous_cluster,
+            released_by,
             requeue_after,
             why,
         } => {
@@ -601,6 +605,7 @@ fn ungate_step(
                 signalled_at,
                 previous_opened_at,
                 previous_cluster,
+                released_by,
                 why,
             });
         }
@@ -639,6 +644,7 @@ fn unreachable_view(cluster: &ClusterView) -> Option<ReplicaView> {
                 signal: None,
                 admitted: false,
                 cost: None,
+                released: None,
             })
         }
         LastKnown::NeverSeen => Some(ReplicaView {
@@ -650,6 +656,7 @@ fn unreachable_view(cluster: &ClusterView) -> Option<ReplicaView> {
             signal: None,
             admitted: false,
             cost: None,
+            released: None,
         }),
     }
 }

@@ -11,14 +11,24 @@
 //!    - `FirstComeFirstServed` (the default, the KEP's rule): the earliest signaller (ties:
 //!      cluster order, then cluster name);
 //!    - `LeastDisruption`: see [`least_disruption`] (the cheapest victim set, after a short
-//!      collection window).
+//!      collection window);
+//!    - `SoonestRoom`: see [`soonest_room`] (the victims gone soonest, then the cheapest,
+//!      after the same window).
+//!
+//! Release on failure (Baton extension): a worker whose replica holds the baton and can no
+//! longer make room gives it back — it sets its own MultiKueue gate back to Closed and says
+//! why on `QuotaReservationBlocked=False` ([`ReleaseReason`]). A Closed gate holds no baton,
+//! so step 4 no longer counts it and the next candidate is opened at once; the opening names
+//! the release ([`Released`]). The replica is a candidate again only once it signals anew,
+//! by its new signal time (no flapping ahead of the queue). Upstream Kueue workers never
+//! give the baton back: their holders keep it until the timeout.
 //!
 //! While a replica is admitted, nothing is opened: the lifecycle takes over.
 
 use std::time::Duration;
 
 use baton_crds::conditions::find_condition;
-use baton_crds::constants::{MULTIKUEUE_GATE, condition, reason};
+use baton_crds::constants::{MULTIKUEUE_GATE, ReleaseReason, condition, reason};
 use baton_crds::gates::gates;
 use baton_crds::time::to_chrono;
 use baton_crds::workload::{GateState, Workload};
@@ -27,6 +37,7 @@ use chrono::{DateTime, Utc};
 pub use baton_crds::workload::PreemptionCost;
 
 pub mod least_disruption;
+pub mod soonest_room;
 
 /// How the manager chooses among the replicas waiting for the baton.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -37,6 +48,10 @@ pub enum UngatingPolicy {
     /// The replica whose worker needs the cheapest victim set, among those that signal within
     /// `window` of the first signal (see [`least_disruption`]).
     LeastDisruption { window: Duration },
+    /// The replica whose worker's victims will be gone soonest (`preemptionCost.stopSeconds`),
+    /// then the cheapest, among those that signal within `window` of the first signal (see
+    /// [`soonest_room`]).
+    SoonestRoom { window: Duration },
 }
 
 /// The default collection window of `LeastDisruption`.
@@ -55,6 +70,10 @@ pub struct ReplicaView {
     /// What the replica's worker says its preemption would evict (`status.preemptionCost`,
     /// a Baton extension); `None` from upstream Kueue workers and when not gated.
     pub cost: Option<PreemptionCost>,
+    /// Its worker gave the baton back, and why: its gate is Closed again and its
+    /// `QuotaReservationBlocked` condition is False with a [`ReleaseReason`] (Baton
+    /// extension; the gate's transition time is when).
+    pub released: Option<ReleaseReason>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,10 +122,22 @@ pub enum UngateDecision {
         previous_opened_at: Option<DateTime<Utc>>,
         /// The cluster whose gate was opened last (it held the baton until now).
         previous_cluster: Option<String>,
+        /// The holder gave the baton back since the last opening (then the timeout did not
+        /// pass it on: `previous_opened_at` and `previous_cluster` are `None`).
+        released_by: Option<Released>,
         requeue_after: Duration,
         /// Why this replica was chosen.
         why: OpenReason,
     },
+}
+
+/// A holder that gave the baton back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Released {
+    pub cluster: String,
+    pub reason: ReleaseReason,
+    /// Its gate's Closed transition.
+    pub at: DateTime<Utc>,
 }
 
 /// Why a replica got the baton (for the gate-opened event).
@@ -119,8 +150,15 @@ pub enum OpenReason {
         cost: PreemptionCost,
         signalling: usize,
     },
-    /// `LeastDisruption` fell back to first come, first served because `without_cost` of the
-    /// `signalling` candidates report no cost (upstream Kueue workers).
+    /// `SoonestRoom`: the victims gone soonest (then the cheapest) among `signalling`
+    /// candidates.
+    SoonestRoom {
+        cost: PreemptionCost,
+        signalling: usize,
+    },
+    /// `LeastDisruption` or `SoonestRoom` fell back to first come, first served because
+    /// `without_cost` of the `signalling` candidates report no cost, or no stop time
+    /// (upstream Kueue workers, older Baton workers).
     FirstSignallerWithoutCost {
         signalling: usize,
         without_cost: usize,
@@ -166,6 +204,7 @@ pub fn decide_with_policy(
         .map(|(g, cluster)| (g.since.unwrap_or(DateTime::<Utc>::MIN_UTC), cluster))
         .max();
     let last_opened = last_open.map(|(at, _)| at);
+    let released_by = latest_release(replicas, last_opened);
     let mut candidates: Vec<Candidate<'_>> = replicas
         .iter()
         .filter(|r| is_closed(r))
@@ -179,7 +218,7 @@ pub fn decide_with_policy(
     if candidates.is_empty() {
         return UngateDecision::Nothing;
     }
-    if let Some(opened) = last_opened {
+    if let Some(opened) = last_opened.filter(|_| released_by.is_none()) {
         // Checked: a gate stamped at the end of time and a timeout beyond chrono's range
         // must not overflow (found by `decide_is_total_on_extreme_inputs`).
         let elapsed = now
@@ -215,16 +254,56 @@ pub fn decide_with_policy(
                 least_disruption::Choice::Open(why) => why,
             }
         }
+        UngatingPolicy::SoonestRoom { window } => {
+            match soonest_room::choose(replicas, &mut candidates, now, window) {
+                least_disruption::Choice::Collect { requeue_after } => {
+                    return UngateDecision::Collect {
+                        requeue_after,
+                        waiting: signalling,
+                    };
+                }
+                least_disruption::Choice::Open(why) => why,
+            }
+        }
     };
     let chosen = &candidates[0];
+    let timed_out = released_by.is_none();
     UngateDecision::Open {
         cluster: chosen.replica.cluster.clone(),
         signalled_at: chosen.signal.since,
-        previous_opened_at: last_opened,
-        previous_cluster: last_open.map(|(_, cluster)| cluster.clone()),
+        previous_opened_at: last_opened.filter(|_| timed_out),
+        previous_cluster: last_open
+            .filter(|_| timed_out)
+            .map(|(_, cluster)| cluster.clone()),
+        released_by,
         requeue_after: timeout,
         why,
     }
+}
+
+/// The latest release after the last gate still Open was opened: the holder gave the baton
+/// back, so no Open gate holds it (a gate left Open by an earlier timeout does not). Strictly
+/// after: a gate opened in the same stored second as a release was opened for it (the
+/// released gate itself is Closed, so a holder that fails within the second it got the
+/// baton still passes it on at once). A release with no stored time does not count.
+fn latest_release(
+    replicas: &[ReplicaView],
+    last_opened: Option<DateTime<Utc>>,
+) -> Option<Released> {
+    replicas
+        .iter()
+        .filter(|r| is_closed(r))
+        .filter_map(|r| {
+            let reason = r.released?;
+            let at = r.gate.as_ref()?.since?;
+            Some(Released {
+                cluster: r.cluster.clone(),
+                reason,
+                at,
+            })
+        })
+        .filter(|r| last_opened.is_none_or(|opened| r.at > opened))
+        .max_by(|a, b| a.at.cmp(&b.at).then_with(|| b.cluster.cmp(&a.cluster)))
 }
 
 /// A replica that may be given the baton, with its signal.
@@ -286,6 +365,17 @@ pub fn opening_message(cluster: &str, signalled_at: DateTime<Utc>, why: &OpenRea
             cost.highest_priority,
             plural(cost.pods, "pod", "pods"),
         ),
+        OpenReason::SoonestRoom { cost, signalling } => format!(
+            "opened preemption gate on {cluster}: victims gone soonest of {} ({}s, {}, highest priority {}); signalled at {signalled}",
+            plural(
+                *signalling as i64,
+                "signalling cluster",
+                "signalling clusters"
+            ),
+            cost.stop_seconds.unwrap_or_default(),
+            plural(cost.victims.into(), "victim", "victims"),
+            cost.highest_priority,
+        ),
         OpenReason::FirstSignallerWithoutCost {
             signalling,
             without_cost,
@@ -342,12 +432,19 @@ pub fn view_of(cluster: &str, replica: &Workload) -> ReplicaView {
     let admitted =
         find_condition(conditions, condition::ADMITTED).is_some_and(|c| c.status == "True");
     let cost = replica.status.as_ref().and_then(|s| s.preemption_cost);
+    // A release: the gate is Closed again and the signal False for a release reason.
+    let released = gate
+        .filter(|g| g.state == GateState::Closed && signal.is_none())
+        .and_then(|_| find_condition(conditions, condition::QUOTA_RESERVATION_BLOCKED))
+        .filter(|c| c.status == "False")
+        .and_then(|c| ReleaseReason::parse(&c.reason));
     ReplicaView {
         cluster: cluster.to_string(),
         gate,
         signal,
         admitted,
         cost,
+        released,
     }
 }
 

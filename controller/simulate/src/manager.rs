@@ -18,7 +18,7 @@ use baton_core::lifecycle::{
 use baton_core::ungate::{
     DEFAULT_LEAST_DISRUPTION_WINDOW, GateObservation, ReplicaView, Signal, UngatingPolicy,
 };
-use baton_crds::constants::reason;
+use baton_crds::constants::{ReleaseReason, reason};
 use baton_crds::workload::{GateState, PreemptionCost};
 use chrono::{DateTime, Utc};
 
@@ -35,6 +35,8 @@ pub struct Observed {
     /// Admitted (quota reserved) at this time.
     pub admitted: Option<Millis>,
     pub evicted: bool,
+    /// Its worker gave the baton back then (its gate Closed again), and why.
+    pub released: Option<(Millis, ReleaseReason)>,
 }
 
 /// The manager's view of the workers, shared by every workload of a run.
@@ -56,7 +58,9 @@ impl Fleet {
             .collect();
         let (orchestrated, timeout, policy) = match mode {
             Mode::Uncoordinated => (false, Duration::ZERO, Policy::FirstComeFirstServed),
-            Mode::Orchestrated { policy, timeout } => (true, timeout, policy),
+            Mode::Orchestrated {
+                policy, timeout, ..
+            } => (true, timeout, policy),
         };
         Fleet {
             order,
@@ -176,6 +180,13 @@ impl Managed {
             since: stored(since),
         });
         r.view.cost = seen.cost;
+        r.view.released = seen.released.map(|(_, why)| why);
+        if let Some((at, _)) = seen.released {
+            r.view.gate = Some(GateObservation {
+                state: GateState::Closed,
+                since: Some(stored(at)),
+            });
+        }
         r.view.admitted = seen.admitted.is_some();
         r.admitted_at = seen.admitted.map(stored);
         r.quota_reserved = seen.admitted.is_some() && !seen.evicted;
@@ -199,6 +210,9 @@ fn ungating_policy(policy: Policy) -> UngatingPolicy {
     match policy {
         Policy::FirstComeFirstServed => UngatingPolicy::FirstComeFirstServed,
         Policy::LeastDisruption => UngatingPolicy::LeastDisruption {
+            window: DEFAULT_LEAST_DISRUPTION_WINDOW,
+        },
+        Policy::SoonestRoom => UngatingPolicy::SoonestRoom {
             window: DEFAULT_LEAST_DISRUPTION_WINDOW,
         },
     }

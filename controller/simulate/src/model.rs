@@ -11,7 +11,11 @@ pub enum Mode {
     /// Orchestration off (plain MultiKueue): replicas carry no gate, every worker preempts.
     Uncoordinated,
     /// KEP-8303 gates, opened by the manager's ungating decision.
-    Orchestrated { policy: Policy, timeout: Duration },
+    Orchestrated {
+        policy: Policy,
+        timeout: Duration,
+        workers: Workers,
+    },
 }
 
 /// The manager's `ungatingPolicy`.
@@ -19,15 +23,46 @@ pub enum Mode {
 pub enum Policy {
     FirstComeFirstServed,
     LeastDisruption,
+    SoonestRoom,
+}
+
+/// What the workers report with their signal.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Workers {
+    /// Baton's shim: `preemptionCost` (with `stopSeconds`) and release on failure.
+    #[default]
+    Baton,
+    /// Upstream Kueue: the signal only; a holder keeps the baton until the timeout.
+    Kueue,
 }
 
 impl Mode {
-    /// A short label for tables and plots: `uncoordinated`, `fcfs 30s`, `least-disruption 2m`.
+    /// Orchestrated with Baton's workers.
+    pub const fn orchestrated(policy: Policy, timeout: Duration) -> Self {
+        Mode::Orchestrated {
+            policy,
+            timeout,
+            workers: Workers::Baton,
+        }
+    }
+}
+
+impl Mode {
+    /// A short label for tables and plots: `uncoordinated`, `fcfs 30s`, `least-disruption 2m`,
+    /// `fcfs 5m kueue-workers`.
     pub fn label(&self) -> String {
         match self {
             Mode::Uncoordinated => "uncoordinated".to_string(),
-            Mode::Orchestrated { policy, timeout } => {
-                format!("{policy} {}", format_duration(*timeout))
+            Mode::Orchestrated {
+                policy,
+                timeout,
+                workers,
+            } => {
+                let suffix = match workers {
+                    Workers::Baton => "",
+                    Workers::Kueue => " kueue-workers",
+                };
+                format!("{policy} {}{suffix}", format_duration(*timeout))
             }
         }
     }
@@ -38,6 +73,7 @@ impl fmt::Display for Policy {
         f.write_str(match self {
             Policy::FirstComeFirstServed => "fcfs",
             Policy::LeastDisruption => "least-disruption",
+            Policy::SoonestRoom => "soonest-room",
         })
     }
 }

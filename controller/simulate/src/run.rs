@@ -7,7 +7,7 @@ use baton_crds::WorkloadKey;
 use super::events::{EventQueue, Millis};
 use super::manager::{Fleet, Managed, Observed, millis};
 use super::metrics::{Eviction, Outcome, Reservation, WorkloadStats};
-use super::model::{DelayRange, Mode, RunConfig};
+use super::model::{DelayRange, Mode, RunConfig, Workers};
 use super::rng::Rng;
 use super::trace::Trace;
 use super::world::{Applied, Change, Entry, State, Worker, instant, key};
@@ -149,6 +149,18 @@ impl Sim<'_> {
         matches!(self.config.mode, Mode::Orchestrated { .. })
     }
 
+    /// The workers are Baton's shims: they report `preemptionCost` and give the baton back
+    /// when they can no longer make room; upstream Kueue's do neither.
+    fn baton_workers(&self) -> bool {
+        matches!(
+            self.config.mode,
+            Mode::Orchestrated {
+                workers: Workers::Baton,
+                ..
+            }
+        )
+    }
+
     fn draw(&mut self, range: DelayRange) -> Millis {
         self.rng.between(range.min, range.max)
     }
@@ -251,6 +263,8 @@ impl Sim<'_> {
 
     fn apply(&mut self, worker: usize, decision: Applied) {
         let now = self.now();
+        let baton_workers = self.baton_workers();
+        let orchestrated = self.orchestrated();
         let last_victim_gone = self.workers[worker].last_victim_gone;
         let Some(entry) = self.workers[worker].entries.get_mut(&decision.key) else {
             return;
@@ -258,6 +272,7 @@ impl Sim<'_> {
         let wl = entry.wl;
         let round = entry.round;
         let before = (entry.signal_since, entry.cost);
+        let mut released = None;
         let mut evict = Vec::new();
         let mut finish_epoch = None;
         match decision.change {
@@ -291,7 +306,19 @@ impl Sim<'_> {
             }
             Change::Gated(cost) => {
                 entry.signal_since.get_or_insert(now);
-                entry.cost = Some(cost);
+                // Upstream Kueue workers signal without a cost.
+                entry.cost = baton_workers.then_some(cost);
+            }
+            Change::Pending(gives_back) => {
+                entry.signal_since = None;
+                entry.cost = None;
+                // The baton holder (a replica whose gate is Open) that cannot make room gives
+                // the baton back, as the shim does (`admission::writes`): gate Closed again.
+                let holds_baton = orchestrated && round.is_some() && !entry.pending.gate_closed;
+                if let Some(why) = gives_back.filter(|_| baton_workers && holds_baton) {
+                    entry.pending.gate_closed = true;
+                    released = Some((now, why));
+                }
             }
             Change::Other => {
                 entry.signal_since = None;
@@ -307,6 +334,7 @@ impl Sim<'_> {
                 State::Pending => None,
             },
             evicted: false,
+            released,
         };
         if let Some(epoch) = finish_epoch {
             let run = self.trace.workloads[wl].run;
@@ -320,7 +348,10 @@ impl Sim<'_> {
         }
         // Replicas' status changes reach the manager through its watch.
         let Some(round) = round else { return };
-        if (seen.signal, seen.cost) != before || seen.admitted == Some(now) {
+        if (seen.signal, seen.cost) != before
+            || seen.admitted == Some(now)
+            || seen.released.is_some()
+        {
             self.notify(wl, round, worker, seen);
         }
     }

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::metrics::Outcome;
-use super::model::{Delays, Mode, Policy, RunConfig};
+use super::model::{Delays, Mode, Policy, RunConfig, Workers};
 use super::run::simulate;
 use super::trace::Trace;
 
@@ -15,9 +15,14 @@ pub enum Selection {
     Fcfs,
     /// Gates opened for the cheapest victim set.
     LeastDisruption,
+    /// Gates opened for the victims gone soonest.
+    SoonestRoom,
+    /// KEP-8303 FCFS with upstream Kueue's workers (no cost, no release on failure).
+    KueueWorkers,
     /// Orchestration off: every worker preempts.
     Uncoordinated,
-    /// Uncoordinated, then each policy at each timeout.
+    /// Uncoordinated, then each policy at each timeout (FCFS with Kueue's workers, then
+    /// each policy with Baton's).
     All,
 }
 
@@ -27,16 +32,30 @@ pub fn modes(policy: Selection, timeouts: &[Duration]) -> Vec<Mode> {
     if matches!(policy, Selection::Uncoordinated | Selection::All) {
         modes.push(Mode::Uncoordinated);
     }
-    for (wanted, p) in [
-        (Selection::Fcfs, Policy::FirstComeFirstServed),
-        (Selection::LeastDisruption, Policy::LeastDisruption),
+    for (wanted, p, workers) in [
+        (
+            Selection::KueueWorkers,
+            Policy::FirstComeFirstServed,
+            Workers::Kueue,
+        ),
+        (
+            Selection::Fcfs,
+            Policy::FirstComeFirstServed,
+            Workers::Baton,
+        ),
+        (
+            Selection::LeastDisruption,
+            Policy::LeastDisruption,
+            Workers::Baton,
+        ),
+        (Selection::SoonestRoom, Policy::SoonestRoom, Workers::Baton),
     ] {
         if policy == wanted || policy == Selection::All {
-            modes.extend(
-                timeouts
-                    .iter()
-                    .map(|&timeout| Mode::Orchestrated { policy: p, timeout }),
-            );
+            modes.extend(timeouts.iter().map(|&timeout| Mode::Orchestrated {
+                policy: p,
+                timeout,
+                workers,
+            }));
         }
     }
     modes

@@ -9,6 +9,7 @@ use baton_crds::cluster_queue::{
     ClusterQueuePreemption, FlavorFungibility, QueueingStrategy, ReclaimWithinCohort,
     WithinClusterQueue,
 };
+use baton_crds::constants::ReleaseReason;
 use baton_crds::quantity::Resources;
 use baton_crds::workload::PreemptionCost;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -107,6 +108,9 @@ impl Entry {
                         name: "main".to_string(),
                         count: w.pods as i32,
                         total,
+                        // Its pods' grace period: the time they take to stop (rounded up
+                        // to whole seconds), so the worker's `stopSeconds` is exact.
+                        grace_seconds: Some(w.stop.div_ceil(1000) as i64),
                         ..Default::default()
                     }],
                     policy: VictimPolicy::default_for(w.priority),
@@ -282,7 +286,10 @@ pub enum Change {
     /// The victims' keys.
     Preempt(Vec<WorkloadKey>),
     Gated(PreemptionCost),
-    /// Waiting or pending.
+    /// Pending; with a holder of the baton, why it gives it back
+    /// ([`baton_core::admission::cycle::PendingWhy::gives_back`]).
+    Pending(Option<ReleaseReason>),
+    /// Waiting for its victims.
     Other,
 }
 
@@ -297,7 +304,8 @@ impl Applied {
                     .collect(),
             ),
             DraftOutcome::Gated { cost, .. } => Change::Gated(*cost),
-            DraftOutcome::Waiting | DraftOutcome::Pending(_) => Change::Other,
+            DraftOutcome::Pending(why) => Change::Pending(why.gives_back()),
+            DraftOutcome::Waiting => Change::Other,
         };
         Applied {
             key: draft.key().clone(),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use baton_simulate::generate::{Spec, generate};
 use baton_simulate::metrics::{Outcome, WasteCause};
-use baton_simulate::model::{Delays, Mode, Policy, RunConfig};
+use baton_simulate::model::{Delays, Mode, Policy, RunConfig, Workers};
 use baton_simulate::run::simulate;
 use baton_simulate::runner::{Selection, modes, run_modes};
 use baton_simulate::trace::{Trace, parse_yaml};
@@ -49,6 +49,7 @@ fn fcfs(seconds: u64) -> Mode {
     Mode::Orchestrated {
         policy: Policy::FirstComeFirstServed,
         timeout: Duration::from_secs(seconds),
+        workers: Workers::Baton,
     }
 }
 
@@ -76,6 +77,7 @@ fn the_kep_scenario_preempts_on_one_cluster_with_orchestration_as_the_sandbox_me
         Mode::Orchestrated {
             policy: Policy::LeastDisruption,
             timeout: Duration::from_secs(30),
+            workers: Workers::Baton,
         },
     ] {
         let on = run(&trace, mode);
@@ -200,6 +202,7 @@ fn least_disruption_evicts_fewer_victims_than_fcfs_without_a_worse_high_priority
             Mode::Orchestrated {
                 policy,
                 timeout: five_minutes,
+                workers: Workers::Baton,
             },
         )
     });
@@ -218,5 +221,43 @@ fn least_disruption_evicts_fewer_victims_than_fcfs_without_a_worse_high_priority
     for o in [&fcfs, &ld] {
         assert_eq!(o.unfinished, 0, "{}", o.mode.label());
         assert_eq!(o.waste.count(WasteCause::Other), 0, "{:?}", o.waste);
+    }
+}
+
+#[test]
+fn soonest_room_cuts_the_high_priority_tail_and_the_waste_of_fcfs() {
+    let spec = Spec {
+        workloads: 2_000,
+        ..Spec::default()
+    };
+    let trace = generate(&spec, spec.seed).unwrap();
+    let five_minutes = Duration::from_secs(300);
+    let fcfs = run(
+        &trace,
+        Mode::Orchestrated {
+            policy: Policy::FirstComeFirstServed,
+            timeout: five_minutes,
+            workers: Workers::Kueue,
+        },
+    );
+    let soonest = run(
+        &trace,
+        Mode::orchestrated(Policy::SoonestRoom, five_minutes),
+    );
+    assert!(
+        soonest.high_wait.p99 < fcfs.high_wait.p99,
+        "{} vs {}",
+        soonest.high_wait.p99,
+        fcfs.high_wait.p99
+    );
+    assert!(
+        soonest.wasted < fcfs.wasted,
+        "{} vs {}",
+        soonest.wasted,
+        fcfs.wasted
+    );
+    for o in [&fcfs, &soonest] {
+        assert_eq!(o.unfinished, 0, "{}", o.mode.label());
+        assert!(o.clusters_per_high_mean <= 1.05, "{}", o.mode.label());
     }
 }

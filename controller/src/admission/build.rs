@@ -561,6 +561,7 @@ fn workload_model(
             node_selector: template.node_selector().clone(),
             tolerations: template.tolerations().to_vec(),
             labels: template.labels().clone(),
+            grace_seconds: template.termination_grace_seconds(),
         });
     }
     Ok(WorkloadModel {

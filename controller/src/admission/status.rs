@@ -5,11 +5,11 @@
 //! spec with no status entry is Closed; the entry makes that visible to users and peers).
 
 use baton_crds::conditions::{ConditionStatus, NewCondition, find_condition, set_condition};
-use baton_crds::constants::{condition, reason};
-use baton_crds::gates::{close_all_gates, initialize_gates};
+use baton_crds::constants::{MULTIKUEUE_GATE, ReleaseReason, condition, reason};
+use baton_crds::gates::{close_all_gates, initialize_gates, set_gate_state};
 use baton_crds::quantity::format_milli;
 use baton_crds::workload::{
-    Admission, FlavorName, PodSetAssignment, PreemptionCost, WorkloadStatus,
+    Admission, FlavorName, GateState, PodSetAssignment, PreemptionCost, WorkloadStatus,
 };
 use baton_crds::{Workload, WorkloadKey};
 use chrono::{DateTime, Utc};
@@ -187,6 +187,38 @@ pub fn pending(
                 now,
             );
         }
+        changed |= clear_cost(s);
+        changed
+    })
+}
+
+/// The baton holder gives the baton back (it cannot make room, `why`): its MultiKueue gate
+/// back to Closed, `QuotaReservationBlocked=False` with the release reason (the manager reads
+/// it: [`baton_core::ungate::view_of`]), pending with `message`, no preemption cost.
+pub fn gave_back(
+    workload: &Workload,
+    why: ReleaseReason,
+    message: &str,
+    now: DateTime<Utc>,
+) -> Option<WorkloadStatus> {
+    with_status(workload, now, |s, now| {
+        let mut changed = set_gate_state(s, MULTIKUEUE_GATE, GateState::Closed, now);
+        changed |= set(
+            s,
+            condition::QUOTA_RESERVED,
+            ConditionStatus::False,
+            reason::PENDING,
+            message,
+            now,
+        );
+        changed |= set(
+            s,
+            condition::QUOTA_RESERVATION_BLOCKED,
+            ConditionStatus::False,
+            why.as_str(),
+            message,
+            now,
+        );
         changed |= clear_cost(s);
         changed
     })

@@ -7,7 +7,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use baton_crds::conditions::{find_condition, is_condition_true};
-use baton_crds::constants::{PREEMPTED_BY_ANNOTATION, condition, reason};
+use baton_crds::constants::{
+    MULTIKUEUE_GATE, PREEMPTED_BY_ANNOTATION, ReleaseReason, condition, reason,
+};
 use baton_crds::gates::gates;
 use baton_crds::workload::{GateState, PreemptionCost, WorkloadStatus};
 use baton_crds::{Workload, WorkloadKey};
@@ -91,7 +93,13 @@ pub fn writes_for(
         Outcome::Waiting { victims } => {
             waiting_writes(rules, decision, wl, victims, by_key, earlier_reasons, now)
         }
-        Outcome::Pending { message } => pending_write(wl, message, now).into_iter().collect(),
+        Outcome::Pending {
+            message,
+            gives_back: Some(why),
+        } if holds_baton(wl) => give_back_write(wl, *why, message, now)
+            .into_iter()
+            .collect(),
+        Outcome::Pending { message, .. } => pending_write(wl, message, now).into_iter().collect(),
     }
 }
 
@@ -259,6 +267,37 @@ fn waiting_writes(
     writes.extend(write(wl, status::preempting(wl, &message, now), None));
     writes
 }
+
+/// A replica holds the baton while the MultiKueue manager's gate on it is Open.
+fn holds_baton(wl: &Workload) -> bool {
+    gates(wl)
+        .iter()
+        .any(|g| g.name == MULTIKUEUE_GATE && g.state == GateState::Open)
+}
+
+/// The baton holder cannot make room (DESIGN.md §3, release on failure): it gives the baton
+/// back in one write — its MultiKueue gate Closed, `QuotaReservationBlocked=False` with the
+/// reason — so the manager passes it on at once. It signals again, by a new signal time,
+/// once it can preempt again.
+fn give_back_write(
+    wl: &Arc<Workload>,
+    why: ReleaseReason,
+    message: &str,
+    now: DateTime<Utc>,
+) -> Option<Write> {
+    let note = format!(
+        "gave the baton back ({why}): {message}; preemption gate {MULTIKUEUE_GATE} is Closed until the manager opens it again"
+    );
+    write(
+        wl,
+        status::gave_back(wl, why, message, now),
+        Some((EventType::Normal, PREEMPTION_GATE_RELEASED, note)),
+    )
+}
+
+/// The event reason of a baton given back, on the replica (worker) and on the manager
+/// Workload.
+pub const PREEMPTION_GATE_RELEASED: &str = "PreemptionGateReleased";
 
 fn pending_write(wl: &Arc<Workload>, message: &str, now: DateTime<Utc>) -> Option<Write> {
     let before = wl

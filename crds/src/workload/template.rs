@@ -34,6 +34,8 @@ struct Compact {
     labels: BTreeMap<String, String>,
     node_selector: BTreeMap<String, String>,
     tolerations: Vec<Toleration>,
+    /// `spec.terminationGracePeriodSeconds`.
+    termination_grace_seconds: Option<i64>,
     /// One pod's effective requests, sorted by resource (a map would hold a whole tree
     /// node for one or two entries); an error's path starts at the template (`spec.…`).
     requests: Result<Amounts, DemandError>,
@@ -53,18 +55,20 @@ impl PodTemplate {
                 .collect()
         });
         let labels = template.metadata.and_then(|m| m.labels).unwrap_or_default();
-        let (node_selector, tolerations) = match template.spec {
+        let (node_selector, tolerations, termination_grace_seconds) = match template.spec {
             Some(spec) => (
                 spec.node_selector.unwrap_or_default(),
                 spec.tolerations.unwrap_or_default(),
+                spec.termination_grace_period_seconds,
             ),
-            None => (BTreeMap::new(), Vec::new()),
+            None => (BTreeMap::new(), Vec::new(), None),
         };
         Ok(Self(Arc::new(Compact {
             json,
             labels,
             node_selector,
             tolerations,
+            termination_grace_seconds,
             requests,
         })))
     }
@@ -114,6 +118,11 @@ impl PodTemplate {
     pub fn tolerations(&self) -> &[Toleration] {
         &self.0.tolerations
     }
+
+    /// `spec.terminationGracePeriodSeconds`, as written (`None` when unset).
+    pub fn termination_grace_seconds(&self) -> Option<i64> {
+        self.0.termination_grace_seconds
+    }
 }
 
 impl Default for PodTemplate {
@@ -124,6 +133,7 @@ impl Default for PodTemplate {
             labels: BTreeMap::new(),
             node_selector: BTreeMap::new(),
             tolerations: Vec::new(),
+            termination_grace_seconds: None,
             requests: Ok(Box::default()),
         }))
     }

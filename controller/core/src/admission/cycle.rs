@@ -36,11 +36,12 @@ use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use baton_crds::WorkloadKey;
 use baton_crds::cluster_queue::QueueingStrategy;
+use baton_crds::constants::ReleaseReason;
 use baton_crds::workload::PreemptionCost;
 use chrono::{DateTime, Utc};
 
 use super::assign::{Assignment, Fitting, Mode, fitting, held_fitting, held_or_fitting};
-use super::model::{PendingModel, Snapshot};
+use super::model::{PendingModel, PodSetModel, Snapshot};
 use super::preempt::{CandidateRef, PreemptReason, select_victims};
 use super::quota::{QuotaState, Usage, add_usage};
 use super::reserve::unreclaimable_room;
@@ -72,8 +73,14 @@ pub enum Outcome {
     },
     /// Its earlier victims still hold quota: evict them again if needed, choose no new ones.
     Waiting { victims: Vec<WorkloadKey> },
-    /// Does not fit and cannot preempt.
-    Pending { message: String },
+    /// Does not fit and cannot preempt. `gives_back`: why a preemption it was allowed (its
+    /// MultiKueue gate Open: it holds the baton) cannot make room here, in which case the
+    /// worker gives the baton back (see [`PendingWhy::gives_back`]); `None` while it only
+    /// waits (for victims, its own or another preemptor's).
+    Pending {
+        message: String,
+        gives_back: Option<ReleaseReason>,
+    },
 }
 
 /// The decision for one workload.
@@ -185,10 +192,37 @@ pub enum PendingWhy {
     Inactive,
     /// `WAITING_FOR_VICTIMS`.
     WaitingForVictims,
-    /// The assignment's reasons.
+    /// The assignment's reasons: it does not fit even with preemption.
     NoFit,
+    /// The assignment's reasons: it needs preemption where no workload may be preempted for
+    /// it (Kueue's "no preemption candidates").
+    NoCandidates,
     /// The assignment's reasons and why no victim set makes it fit.
     NoVictims(Selection),
+}
+
+impl PendingWhy {
+    /// Why a workload allowed to preempt (it holds the baton) cannot make room, if that is
+    /// why it stays pending: the reason its worker gives the baton back with (DESIGN.md §3).
+    /// A workload waiting for victims to stop is not failing: it keeps the baton.
+    /// - its queue is inactive: `QueueInactive`;
+    /// - no workload may be preempted for it (lower priority, policies, tolerations,
+    ///   disruption budgets leave none): `NoCandidates`;
+    /// - evicting every candidate would still not make it fit (its victims are gone and it
+    ///   does not fit, the quota was lowered): `Insufficient`.
+    pub fn gives_back(&self) -> Option<ReleaseReason> {
+        match self {
+            PendingWhy::WaitingForVictims => None,
+            PendingWhy::Inactive => Some(ReleaseReason::QueueInactive),
+            PendingWhy::NoCandidates => Some(ReleaseReason::NoCandidates),
+            PendingWhy::NoFit => Some(ReleaseReason::Insufficient),
+            PendingWhy::NoVictims(selection) => Some(if selection.has_allowed_candidates() {
+                ReleaseReason::Insufficient
+            } else {
+                ReleaseReason::NoCandidates
+            }),
+        }
+    }
 }
 
 impl Draft<'_> {
@@ -226,6 +260,7 @@ impl Draft<'_> {
                 victims: pending.victims_in_flight.clone(),
             },
             DraftOutcome::Pending(why) => Outcome::Pending {
+                gives_back: why.gives_back(),
                 message: match why {
                     PendingWhy::Inactive => {
                         let queue = &snapshot.queues[pending.queue];
@@ -233,7 +268,7 @@ impl Draft<'_> {
                         format!("ClusterQueue {} is inactive: {why}", queue.name)
                     }
                     PendingWhy::WaitingForVictims => WAITING_FOR_VICTIMS.to_string(),
-                    PendingWhy::NoFit => reasons(),
+                    PendingWhy::NoFit | PendingWhy::NoCandidates => reasons(),
                     PendingWhy::NoVictims(selection) => {
                         format!("{}; {}", reasons(), selection.summary())
                     }
@@ -568,7 +603,9 @@ fn keeps_room(outcome: &DraftOutcome, fitting: &Fitting<'_>) -> bool {
     fitting.mode == Mode::Preempt
         && matches!(
             outcome,
-            DraftOutcome::Pending(PendingWhy::NoFit | PendingWhy::NoVictims(_))
+            DraftOutcome::Pending(
+                PendingWhy::NoFit | PendingWhy::NoCandidates | PendingWhy::NoVictims(_)
+            )
         )
 }
 
@@ -742,7 +779,7 @@ fn preempt(
     now: DateTime<Utc>,
 ) -> (DraftOutcome, bool) {
     if assignment.no_candidates {
-        return (DraftOutcome::Pending(PendingWhy::NoFit), !strict);
+        return (DraftOutcome::Pending(PendingWhy::NoCandidates), !strict);
     }
     let (selection, refs) = select_victims(
         snapshot,
@@ -833,7 +870,8 @@ fn fits(quota: &QuotaState, queue: usize, usage: &Usage) -> bool {
 }
 
 /// What evicting `victims` (indices into `refs`) would cost: how many workloads, the highest
-/// priority among them, and their pods.
+/// priority among them, their pods, and how soon they would be gone (the longest grace
+/// period among their pod sets, [`PodSetModel::stop_seconds`]).
 fn cost_of(snapshot: &Snapshot, refs: &[CandidateRef], victims: &[usize]) -> PreemptionCost {
     let workloads = || {
         victims
@@ -847,6 +885,13 @@ fn cost_of(snapshot: &Snapshot, refs: &[CandidateRef], victims: &[usize]) -> Pre
             .flat_map(|w| &w.pod_sets)
             .map(|p| i64::from(p.count))
             .sum(),
+        stop_seconds: Some(
+            workloads()
+                .flat_map(|w| &w.pod_sets)
+                .map(PodSetModel::stop_seconds)
+                .max()
+                .unwrap_or(0),
+        ),
     }
 }
 

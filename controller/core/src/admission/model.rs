@@ -58,6 +58,19 @@ pub struct PodSetModel {
     pub node_selector: BTreeMap<String, String>,
     pub tolerations: Vec<Toleration>,
     pub labels: BTreeMap<String, String>,
+    /// Its pods' `terminationGracePeriodSeconds` (`None`: unset, Kubernetes' default).
+    pub grace_seconds: Option<i64>,
+}
+
+/// Kubernetes' `terminationGracePeriodSeconds` when a pod sets none.
+pub const DEFAULT_GRACE_SECONDS: i64 = 30;
+
+impl PodSetModel {
+    /// How long its pods may take to stop once evicted, in seconds: the grace period,
+    /// Kubernetes' default when unset, never negative.
+    pub fn stop_seconds(&self) -> i64 {
+        self.grace_seconds.unwrap_or(DEFAULT_GRACE_SECONDS).max(0)
+    }
 }
 
 /// What every workload carries, pending or admitted.

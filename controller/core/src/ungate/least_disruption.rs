@@ -48,17 +48,8 @@ pub(super) fn choose(
             without_cost,
         });
     }
-    if let Some(first) = candidates.first() {
-        let longest = window.saturating_add(STORED_TIME_PRECISION);
-        let ends = chrono::Duration::from_std(longest)
-            .ok()
-            .and_then(|d| first.signal.since.checked_add_signed(d))
-            .unwrap_or(DateTime::<Utc>::MAX_UTC);
-        if now < ends && someone_may_still_signal(replicas) {
-            // A clock that went backwards must not make us wait longer than one window.
-            let requeue_after = (ends - now).to_std().unwrap_or(longest).min(longest);
-            return Choice::Collect { requeue_after };
-        }
+    if let Some(requeue_after) = collecting(replicas, candidates, now, window) {
+        return Choice::Collect { requeue_after };
     }
     // Stable: equal costs keep their FCFS order.
     candidates.sort_by_key(|c| c.replica.cost.map(cheapness));
@@ -66,6 +57,28 @@ pub(super) fn choose(
         Some(cost) => Choice::Open(OpenReason::LeastDisruptive { cost, signalling }),
         None => Choice::Open(OpenReason::FirstSignaller { signalling }),
     }
+}
+
+/// While the collection window is open — it ends `window` after the earliest candidate's
+/// stored signal time, plus the stored times' one-second precision — and some replica may
+/// still signal: how long until it ends. Shared by the policies that compare candidates.
+pub(super) fn collecting(
+    replicas: &[ReplicaView],
+    candidates: &[Candidate<'_>],
+    now: DateTime<Utc>,
+    window: Duration,
+) -> Option<Duration> {
+    let first = candidates.first()?;
+    let longest = window.saturating_add(STORED_TIME_PRECISION);
+    let ends = chrono::Duration::from_std(longest)
+        .ok()
+        .and_then(|d| first.signal.since.checked_add_signed(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC);
+    if now < ends && someone_may_still_signal(replicas) {
+        // A clock that went backwards must not make us wait longer than one window.
+        return Some((ends - now).to_std().unwrap_or(longest).min(longest));
+    }
+    None
 }
 
 /// A replica with a Closed gate that does not signal `PreemptionGated` yet may still do so.

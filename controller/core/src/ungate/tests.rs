@@ -7,6 +7,8 @@ use proptest::prelude::*;
 
 mod least_disruption;
 mod props;
+mod release;
+mod soonest_room;
 
 const TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -30,6 +32,7 @@ fn replica(cluster: &str) -> ReplicaView {
         signal: None,
         admitted: false,
         cost: None,
+        released: None,
     }
 }
 
@@ -86,6 +89,7 @@ fn the_first_signaller_is_opened() {
             signalled_at: t(10),
             previous_opened_at: None,
             previous_cluster: None,
+            released_by: None,
             requeue_after: TIMEOUT,
             why: OpenReason::FirstSignaller { signalling: 2 },
         }
@@ -151,6 +155,7 @@ fn after_the_timeout_the_baton_passes_on() {
             signalled_at: t(1),
             previous_opened_at: Some(t(10)),
             previous_cluster: Some("worker-1".into()),
+            released_by: None,
             requeue_after: TIMEOUT,
             why: OpenReason::FirstSignaller { signalling: 1 },
         }
@@ -353,6 +358,7 @@ fn arb_replica(index: usize) -> impl Strategy<Value = ReplicaView> {
             }),
             admitted,
             cost: None,
+            released: None,
         })
 }
 

@@ -43,6 +43,17 @@ pub struct Selection {
 }
 
 impl Selection {
+    /// Whether some workload could be evicted for the preemptor (a verdict other than
+    /// "never a victim": not lower priority, tolerating, budget-protected).
+    pub fn has_allowed_candidates(&self) -> bool {
+        self.verdicts.iter().any(|v| {
+            !matches!(
+                v,
+                Verdict::NotLowerPriority | Verdict::Tolerated | Verdict::BudgetProtected
+            )
+        })
+    }
+
     /// A short human summary for events and condition messages, e.g.
     /// `2 victims (1 tolerating, 1 budget-protected spared)`.
     pub fn summary(&self) -> String {

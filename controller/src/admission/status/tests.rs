@@ -21,6 +21,7 @@ fn cost(victims: i32) -> PreemptionCost {
         victims,
         highest_priority: 10,
         pods: 2 * i64::from(victims),
+        stop_seconds: None,
     }
 }
 

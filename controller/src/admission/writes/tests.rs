@@ -113,6 +113,7 @@ fn a_gated_workload_names_its_closed_gate_and_tells_once() {
                 victims: 2,
                 highest_priority: 0,
                 pods: 2,
+                stop_seconds: None,
             },
         },
         None,
@@ -135,6 +136,7 @@ fn a_gated_workload_names_its_closed_gate_and_tells_once() {
             victims: 2,
             highest_priority: 0,
             pods: 2,
+            stop_seconds: None,
         })
     );
     assert_eq!(
@@ -154,6 +156,7 @@ fn a_gated_workload_names_its_closed_gate_and_tells_once() {
                     victims: 1,
                     highest_priority: 0,
                     pods: 1,
+                    stop_seconds: None,
                 },
             },
             None,
@@ -329,6 +332,7 @@ fn a_pending_workload_is_told_only_when_the_reason_changes() {
         decision(
             Outcome::Pending {
                 message: message.into(),
+                gives_back: None,
             },
             None,
         )
@@ -499,4 +503,121 @@ fn upkeep_evicts_a_deactivated_workload_without_queueing_it_again() {
         Some("EvictedDueToDeactivated")
     );
     assert!(upkeep_writes(&[after(&w, &writes[0])], Holding::Never, t0()).is_empty());
+}
+
+/// `w` with its MultiKueue gate Open since `at` (the manager gave it the baton).
+fn holding_the_baton(w: &Arc<Workload>, at: DateTime<Utc>) -> Arc<Workload> {
+    let mut next = w.as_ref().clone();
+    let status = next.status.get_or_insert_with(Default::default);
+    baton_crds::gates::set_gate_state(status, MULTIKUEUE_GATE, GateState::Open, at);
+    Arc::new(next)
+}
+
+fn failing(gives_back: Option<ReleaseReason>) -> Decision {
+    decision(
+        Outcome::Pending {
+            message: "insufficient quota for cpu in flavor default".into(),
+            gives_back,
+        },
+        None,
+    )
+}
+
+#[test]
+fn a_holder_that_cannot_make_room_gives_the_baton_back_in_one_write() {
+    let held = holding_the_baton(&workload("high"), t0());
+    let now = t0() + Duration::seconds(7);
+    let writes = writes_for(
+        &Rules::default(),
+        &failing(Some(ReleaseReason::Insufficient)),
+        &held,
+        "cq",
+        &no_victims(),
+        &HashMap::new(),
+        now,
+    );
+    assert_eq!(writes.len(), 1);
+    let w = &writes[0];
+    let gate = w
+        .status
+        .preemption_gates
+        .iter()
+        .find(|g| g.name == MULTIKUEUE_GATE)
+        .expect("the gate");
+    assert_eq!(
+        baton_crds::gates::gate_state(&after(&held, w), MULTIKUEUE_GATE),
+        Some(GateState::Closed)
+    );
+    assert_eq!(baton_crds::time::to_chrono(&gate.last_transition_time), now);
+    let blocked = find_condition(&w.status.conditions, condition::QUOTA_RESERVATION_BLOCKED)
+        .expect("the signal");
+    assert_eq!(blocked.status, "False");
+    assert_eq!(blocked.reason, "PreemptionInsufficient");
+    assert_eq!(w.status.preemption_cost, None);
+    let (why, note) = event(w).expect("an event");
+    assert_eq!(why, PREEMPTION_GATE_RELEASED);
+    assert!(
+        note.starts_with("gave the baton back (PreemptionInsufficient): "),
+        "{note}"
+    );
+    // The manager reads it as a release.
+    let view = baton_core::ungate::view_of("worker-1", &after(&held, w));
+    assert_eq!(view.released, Some(ReleaseReason::Insufficient));
+    // Once given back, the next cycle's same outcome is a plain pending write: the release
+    // stays as written, no second event.
+    let next = writes_for(
+        &Rules::default(),
+        &failing(Some(ReleaseReason::Insufficient)),
+        &after(&held, w),
+        "cq",
+        &no_victims(),
+        &HashMap::new(),
+        now + Duration::seconds(1),
+    );
+    assert!(next.iter().all(|w| w.event.is_none()), "{next:?}");
+    assert!(next.iter().all(|w| {
+        find_condition(&w.status.conditions, condition::QUOTA_RESERVATION_BLOCKED)
+            .is_some_and(|c| c.reason == "PreemptionInsufficient")
+    }));
+}
+
+#[test]
+fn a_workload_without_the_baton_or_only_waiting_gives_nothing_back() {
+    // Closed gate: a plain pending write.
+    let closed = workload("high");
+    for w in writes_for(
+        &Rules::default(),
+        &failing(Some(ReleaseReason::NoCandidates)),
+        &closed,
+        "cq",
+        &no_victims(),
+        &HashMap::new(),
+        t0(),
+    ) {
+        assert_eq!(
+            baton_crds::gates::gate_state(&after(&closed, &w), MULTIKUEUE_GATE),
+            Some(GateState::Closed)
+        );
+        assert!(
+            w.event
+                .as_ref()
+                .is_none_or(|e| e.1 != PREEMPTION_GATE_RELEASED)
+        );
+    }
+    // Open gate but nothing to give back (waiting for victims): the gate stays Open.
+    let held = holding_the_baton(&workload("high"), t0());
+    for w in writes_for(
+        &Rules::default(),
+        &failing(None),
+        &held,
+        "cq",
+        &no_victims(),
+        &HashMap::new(),
+        t0(),
+    ) {
+        assert_eq!(
+            baton_crds::gates::gate_state(&after(&held, &w), MULTIKUEUE_GATE),
+            Some(GateState::Open)
+        );
+    }
 }

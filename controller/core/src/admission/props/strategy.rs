@@ -248,6 +248,7 @@ fn pod_set(index: usize) -> impl Strategy<Value = PodSetModel> {
                 node_selector,
                 tolerations,
                 labels: BTreeMap::new(),
+                grace_seconds: None,
             }
         })
 }

@@ -40,7 +40,7 @@ fn workloads_are_admitted_in_order_until_the_quota_is_used() {
     assert_eq!(decision(&d, "ns/a").outcome, Outcome::Admit);
     let b = decision(&d, "ns/b");
     match &b.outcome {
-        Outcome::Pending { message } => assert!(
+        Outcome::Pending { message, .. } => assert!(
             message.contains("insufficient unused quota for cpu in flavor default")
                 || message.contains("insufficient quota"),
             "{message}"
@@ -84,7 +84,7 @@ fn borrowing_limit_caps_what_a_queue_takes_from_its_cohort() {
     w.submit(a, workload("ns/ok", 0, 2, 12));
     let d = w.run();
     match &decision(&d, "ns/big").outcome {
-        Outcome::Pending { message } => {
+        Outcome::Pending { message, .. } => {
             assert!(message.contains("maximum capacity (13 > 12)"), "{message}")
         }
         other => panic!("{other:?}"),
@@ -130,7 +130,9 @@ fn equal_priority_is_never_preempted_under_lower_priority() {
     w.submit(q, workload("ns/new", 5, 1, 5));
     let d = w.run();
     match &decision(&d, "ns/new").outcome {
-        Outcome::Pending { message } => assert!(message.contains("may be preempted"), "{message}"),
+        Outcome::Pending { message, .. } => {
+            assert!(message.contains("may be preempted"), "{message}")
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -282,7 +284,8 @@ fn a_closed_gate_holds_back_preemption_but_not_admission() {
                 PreemptionCost {
                     victims: 1,
                     highest_priority: 1,
-                    pods: 1
+                    pods: 1,
+                    stop_seconds: Some(30),
                 }
             );
         }
@@ -484,7 +487,9 @@ fn an_inactive_queue_admits_nothing_and_says_why() {
     });
     w.submit(q, workload("ns/w", 0, 1, 1));
     match &decision(&w.run(), "ns/w").outcome {
-        Outcome::Pending { message } => assert!(message.contains("cq is inactive"), "{message}"),
+        Outcome::Pending { message, .. } => {
+            assert!(message.contains("cq is inactive"), "{message}")
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -497,7 +502,7 @@ fn a_resource_no_group_covers_is_named() {
     wl.pod_sets[0].total.add("nvidia.com/gpu", 1000);
     w.submit(q, wl);
     match &decision(&w.run(), "ns/gpu").outcome {
-        Outcome::Pending { message } => assert!(
+        Outcome::Pending { message, .. } => assert!(
             message.contains("resource nvidia.com/gpu unavailable in ClusterQueue"),
             "{message}"
         ),

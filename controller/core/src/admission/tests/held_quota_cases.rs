@@ -6,7 +6,7 @@ use super::world::{World, decision, key, workload};
 use crate::admission::cycle::{Outcome, WAITING_FOR_VICTIMS};
 
 fn waiting_for_victims(outcome: &Outcome) -> bool {
-    matches!(outcome, Outcome::Pending { message } if message == WAITING_FOR_VICTIMS)
+    matches!(outcome, Outcome::Pending { message, .. } if message == WAITING_FOR_VICTIMS)
 }
 
 #[test]

@@ -7,5 +7,6 @@ mod held_quota_cases;
 mod hold_cases;
 mod kueue_parity;
 mod queue_cases;
+mod release_cases;
 mod victims_back_cases;
 pub(crate) mod world;

@@ -11,6 +11,7 @@ fn cost(victims: i32, highest_priority: i32, pods: i64) -> PreemptionCost {
         victims,
         highest_priority,
         pods,
+        stop_seconds: None,
     }
 }
 
@@ -48,6 +49,7 @@ fn a_later_but_cheaper_signaller_wins_once_the_window_has_passed() {
             signalled_at: t(11),
             previous_opened_at: None,
             previous_cluster: None,
+            released_by: None,
             requeue_after: TIMEOUT,
             why: OpenReason::LeastDisruptive {
                 cost: cost(1, 5, 2),
@@ -146,6 +148,7 @@ fn a_candidate_without_a_cost_makes_it_first_come_first_served_at_once() {
             signalled_at: t(10),
             previous_opened_at: None,
             previous_cluster: None,
+            released_by: None,
             requeue_after: TIMEOUT,
             why: OpenReason::FirstSignallerWithoutCost {
                 signalling: 2,
@@ -184,6 +187,7 @@ fn the_timeout_rule_is_unchanged() {
             signalled_at: t(2),
             previous_opened_at: Some(t(10)),
             previous_cluster: Some("worker-1".into()),
+            released_by: None,
             requeue_after: TIMEOUT,
             why: OpenReason::LeastDisruptive {
                 cost: cost(1, 0, 1),

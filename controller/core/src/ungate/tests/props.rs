@@ -29,6 +29,7 @@ fn any_policy() -> impl Strategy<Value = UngatingPolicy> {
     prop_oneof![
         Just(UngatingPolicy::FirstComeFirstServed),
         any_duration().prop_map(|window| UngatingPolicy::LeastDisruption { window }),
+        any_duration().prop_map(|window| UngatingPolicy::SoonestRoom { window }),
     ]
 }
 
@@ -49,30 +50,41 @@ fn any_replica() -> impl Strategy<Value = ReplicaView> {
         prop::bool::weighted(0.05),
         prop::option::weighted(
             0.6,
-            (any::<i32>(), any::<i32>(), any::<i64>()).prop_map(|(v, p, pods)| PreemptionCost {
-                victims: v,
-                highest_priority: p,
-                pods,
-            }),
+            (
+                any::<i32>(),
+                any::<i32>(),
+                any::<i64>(),
+                prop::option::of(any::<i64>()),
+            )
+                .prop_map(|(v, p, pods, stop)| PreemptionCost {
+                    victims: v,
+                    highest_priority: p,
+                    pods,
+                    stop_seconds: stop,
+                }),
         ),
+        prop::option::weighted(0.3, prop::sample::select(ReleaseReason::ALL.to_vec())),
     )
-        .prop_map(|(cluster, gate, signal, admitted, cost)| ReplicaView {
-            cluster: cluster.to_string(),
-            gate: gate.map(|(open, since)| GateObservation {
-                state: if open {
-                    GateState::Open
-                } else {
-                    GateState::Closed
-                },
-                since,
-            }),
-            signal: signal.map(|(reason, since)| Signal {
-                reason: reason.to_string(),
-                since,
-            }),
-            admitted,
-            cost,
-        })
+        .prop_map(
+            |(cluster, gate, signal, admitted, cost, released)| ReplicaView {
+                cluster: cluster.to_string(),
+                gate: gate.map(|(open, since)| GateObservation {
+                    state: if open {
+                        GateState::Open
+                    } else {
+                        GateState::Closed
+                    },
+                    since,
+                }),
+                signal: signal.map(|(reason, since)| Signal {
+                    reason: reason.to_string(),
+                    since,
+                }),
+                admitted,
+                cost,
+                released,
+            },
+        )
 }
 
 /// One step of the clock: how far it moves (sometimes backwards), and whether a replica
@@ -105,7 +117,9 @@ proptest! {
                 prop_assert!(waiting >= 1);
             }
             UngateDecision::Collect { requeue_after, waiting } => {
-                let UngatingPolicy::LeastDisruption { window } = policy else {
+                let (UngatingPolicy::LeastDisruption { window }
+                | UngatingPolicy::SoonestRoom { window }) = policy
+                else {
                     return Err(TestCaseError::fail("Collect under FCFS"));
                 };
                 prop_assert!(requeue_after <= window.saturating_add(STORED_TIME_PRECISION));

@@ -251,6 +251,7 @@ fn the_first_signalling_replica_gets_the_gate_opened() {
             signalled_at: t(11),
             previous_opened_at: None,
             previous_cluster: None,
+            released_by: None,
             why: baton_core::ungate::OpenReason::FirstSignaller { signalling: 2 },
         })
     );
@@ -668,6 +669,7 @@ fn costing(r: Workload, at: i64, victims: i32) -> Workload {
             victims,
             highest_priority: 0,
             pods: i64::from(victims),
+            stop_seconds: None,
         });
     }
     r

@@ -8,11 +8,14 @@
 
 use std::borrow::Cow;
 
-use baton_core::ungate::{self, GateObservation, ReplicaView};
+use baton_core::ungate::{self, GateObservation, ReplicaView, Signal};
 use baton_crds::conditions::find_condition;
+use baton_crds::constants::ReleaseReason;
 use baton_crds::constants::{condition, reason};
 use baton_crds::time::to_chrono;
-use baton_crds::workload::{GateState, PodTemplate, PriorityClassGroup, Workload, WorkloadSpec};
+use baton_crds::workload::{
+    GateState, PodTemplate, PreemptionCost, PriorityClassGroup, Workload, WorkloadSpec,
+};
 use chrono::{DateTime, Utc};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
@@ -28,9 +31,14 @@ pub struct CachedReplica {
     uid: Option<Ident>,
     resource_version: Option<Ident>,
     digest: SpecDigest,
-    /// The gate, the blocked signal, admission and the preemption cost, as the ungating
-    /// rule reads them (its `cluster` is left empty: the cache is per cluster).
-    view: ReplicaView,
+    /// The MultiKueue gate, as the ungating rule reads it ([`ReplicaView::gate`]).
+    gate: Option<GateObservation>,
+    /// The blocked signal ([`ReplicaView::signal`]).
+    signal: Option<Signal>,
+    /// `Admitted=True` ([`ReplicaView::admitted`]).
+    admitted: bool,
+    /// Its worker gave the baton back ([`ReplicaView::released`]).
+    released: Option<ReleaseReason>,
     quota_reserved: bool,
     /// `status.admission` is set.
     has_admission: bool,
@@ -51,6 +59,8 @@ struct Rare {
     evicted: Option<Box<str>>,
     /// The conditions the winner's are mirrored from ([`MIRRORED_CONDITIONS`]), whole.
     mirrored: Box<[Condition]>,
+    /// What its worker says its preemption would evict: only replicas that wait to preempt.
+    cost: Option<PreemptionCost>,
 }
 
 impl Rare {
@@ -81,6 +91,7 @@ impl CachedReplica {
             s
         });
         let rare = Rare {
+            cost: view.cost,
             stamp: full
                 .annotations()
                 .get(REDISPATCH_ANNOTATION)
@@ -98,7 +109,10 @@ impl CachedReplica {
             uid: full.metadata.uid.as_deref().map(Ident::new),
             resource_version: full.metadata.resource_version.as_deref().map(Ident::new),
             digest: SpecDigest::of(&full.spec),
-            view,
+            gate: view.gate,
+            signal: view.signal,
+            admitted: view.admitted,
+            released: view.released,
             quota_reserved: true_condition(condition::QUOTA_RESERVED).is_some(),
             has_admission: full.status.as_ref().is_some_and(|s| s.admission.is_some()),
             finished_out_of_sync,
@@ -123,7 +137,11 @@ impl CachedReplica {
     pub fn view(&self, cluster: &str) -> ReplicaView {
         ReplicaView {
             cluster: cluster.to_string(),
-            ..self.view.clone()
+            gate: self.gate,
+            signal: self.signal.clone(),
+            admitted: self.admitted,
+            cost: self.rare.as_ref().and_then(|r| r.cost),
+            released: self.released,
         }
     }
 
@@ -164,7 +182,7 @@ impl CachedReplica {
 
     /// The MultiKueue gate.
     pub fn gate(&self) -> Option<GateObservation> {
-        self.view.gate
+        self.gate
     }
 
     /// Whether `self` and `other` differ in anything but their resourceVersion: in what a
@@ -175,7 +193,10 @@ impl CachedReplica {
             uid,
             resource_version: _,
             digest,
-            view,
+            gate,
+            signal,
+            admitted,
+            released,
             quota_reserved,
             has_admission,
             finished_out_of_sync,
@@ -183,7 +204,10 @@ impl CachedReplica {
         } = self;
         *uid != other.uid
             || *digest != other.digest
-            || *view != other.view
+            || *gate != other.gate
+            || *signal != other.signal
+            || *admitted != other.admitted
+            || *released != other.released
             || *quota_reserved != other.quota_reserved
             || *has_admission != other.has_admission
             || *finished_out_of_sync != other.finished_out_of_sync
@@ -192,12 +216,7 @@ impl CachedReplica {
 
     /// The same replica with its Open gate counted from `at` (see `gate_clock`).
     pub fn with_open_time(mut self, at: DateTime<Utc>) -> Self {
-        if let Some(gate) = self
-            .view
-            .gate
-            .as_mut()
-            .filter(|g| g.state == GateState::Open)
-        {
+        if let Some(gate) = self.gate.as_mut().filter(|g| g.state == GateState::Open) {
             gate.since = Some(at);
         }
         self

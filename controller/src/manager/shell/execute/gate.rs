@@ -13,13 +13,14 @@ use kube::runtime::events::{Event, EventType as KubeEventType};
 use kube::{Resource, ResourceExt};
 
 use super::{Outcome, conflict_or};
+use crate::admission::writes::PREEMPTION_GATE_RELEASED;
 use crate::manager::plan::lifecycle::{EventType, GateOpening};
 use crate::manager::plan::replica::CachedReplica;
 use crate::manager::shell::context::{Context, ReconcileError};
 use crate::manager::shell::events::publish;
 use crate::manager::shell::workers::{Connected, WorkerState};
-use crate::metrics::Metrics;
-use baton_core::ungate::opening_message;
+use crate::metrics::{Metrics, ReleaseLabel};
+use baton_core::ungate::{Released, opening_message};
 
 /// Opens the gate the plan chose. Nothing happens when the replica or its worker is gone
 /// since the plan was made (the next pass decides again).
@@ -59,6 +60,9 @@ pub async fn open(
     if let Some(previous) = opening.previous_opened_at {
         report_timeout(ctx, wl, opening, previous).await;
     }
+    if let Some(released) = &opening.released_by {
+        report_release(ctx, wl, opening, released).await;
+    }
     announce(ctx, wl, opening).await;
     tell_replica(&worker, &written);
     Ok(Outcome::Done)
@@ -87,6 +91,44 @@ fn count(metrics: &Metrics, opening: &GateOpening, now: DateTime<Utc>) {
     if opening.previous_opened_at.is_some() {
         metrics.gate_timeouts.inc();
     }
+    if let Some(released) = &opening.released_by {
+        metrics
+            .gate_releases
+            .get_or_create(&ReleaseLabel {
+                cluster: released.cluster.clone(),
+                reason: released.reason.as_str().to_string(),
+            })
+            .inc();
+    }
+}
+
+/// Says, in the log and on the manager Workload, that the holder gave the baton back and
+/// who has it now.
+async fn report_release(ctx: &Context, wl: &Workload, opening: &GateOpening, released: &Released) {
+    let message = release_message(opening, released);
+    tracing::info!(workload = %wl.name_any(), "{message}");
+    publish(
+        ctx,
+        wl,
+        EventType::Normal,
+        PREEMPTION_GATE_RELEASED,
+        Some(&released.cluster),
+        message,
+    )
+    .await;
+}
+
+/// Why the baton passed on before the timeout.
+fn release_message(opening: &GateOpening, released: &Released) -> String {
+    format!(
+        "{} gave the baton back at {} ({}: it can no longer make room); passing the baton to {} without waiting for the timeout",
+        released.cluster,
+        released
+            .at
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        released.reason,
+        opening.cluster
+    )
 }
 
 /// Says, in the log and on the manager Workload, that the gate opened at `previous` timed out.
@@ -163,9 +205,10 @@ mod tests {
 
     use chrono::{TimeZone, Utc};
 
-    use super::timeout_message;
+    use super::{release_message, timeout_message};
     use crate::manager::plan::lifecycle::GateOpening;
-    use baton_core::ungate::OpenReason;
+    use baton_core::ungate::{OpenReason, Released};
+    use baton_crds::constants::ReleaseReason;
 
     fn opening(previous_cluster: Option<&str>) -> GateOpening {
         let at = Utc.with_ymd_and_hms(2027, 1, 1, 0, 1, 0).unwrap();
@@ -174,6 +217,7 @@ mod tests {
             signalled_at: at,
             previous_opened_at: Some(at),
             previous_cluster: previous_cluster.map(str::to_string),
+            released_by: None,
             why: OpenReason::FirstSignaller { signalling: 2 },
         }
     }
@@ -189,6 +233,22 @@ mod tests {
             ),
             "the preemption gate opened on worker-1 at 2027-01-01T00:00:00Z timed out after 60s \
              without admission; passing the baton to worker-2"
+        );
+    }
+
+    #[test]
+    fn a_release_names_the_holder_the_time_the_reason_and_the_next_cluster() {
+        let at = Utc.with_ymd_and_hms(2027, 1, 1, 0, 0, 30).unwrap();
+        let released = Released {
+            cluster: "worker-1".to_string(),
+            reason: ReleaseReason::NoCandidates,
+            at,
+        };
+        assert_eq!(
+            release_message(&opening(None), &released),
+            "worker-1 gave the baton back at 2027-01-01T00:00:30Z (NoPreemptionCandidates: it \
+             can no longer make room); passing the baton to worker-2 without waiting for the \
+             timeout"
         );
     }
 

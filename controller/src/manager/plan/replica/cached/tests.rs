@@ -182,6 +182,7 @@ fn a_pending_signalling_replica_is_read_as_the_ungating_rule_reads_it() {
         victims: 2,
         highest_priority: 5,
         pods: 4,
+        stop_seconds: None,
     });
     let cached = CachedReplica::compact(&full);
     assert_eq!(cached.view("w1"), ungate::view_of("w1", &full));

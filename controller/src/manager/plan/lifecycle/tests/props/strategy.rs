@@ -175,6 +175,7 @@ fn replica_in_any_state() -> impl Strategy<Value = Workload> {
                     victims,
                     highest_priority: 0,
                     pods: i64::from(pods),
+                    stop_seconds: None,
                 });
                 r
             },
