@@ -11,8 +11,12 @@
 //! - the order is the ungating rule's own ([`ungate::decide_with_policy`], asked again and
 //!   again with the chosen replica taken out, as if every wait were over): FCFS or the
 //!   configured policy;
-//! - once a replica wins, the view keeps the last holder and marks the winner admitted and
-//!   the others removed, in the winner's status write; after that it is left alone.
+//! - a change that leaves the holder as it is (another replica signals) waits until the
+//!   holder's gate is [`QUIET_AFTER_OPENING`] old: most holders admit within seconds, and the
+//!   win's write then carries it (as the dispatch note waits, `lifecycle::DISPATCH_NOTE_DELAY`);
+//! - once a replica wins, the view (holder and replicas as last seen) marks the winner
+//!   admitted and the others removed, in the winner's status write; after that it is left
+//!   alone. A workload nobody gated gets no view, not even then.
 
 use std::time::Duration;
 
@@ -84,10 +88,48 @@ pub fn dispatched(
     })
 }
 
-/// The view once `winner` was admitted: the last one kept, with the winner admitted and the
-/// other replicas removed, nobody waiting and no pass time. `None` stays `None`.
-pub fn won(last: Option<&BatonStatus>, winner: &str) -> Option<BatonStatus> {
-    let mut view = last?.clone();
+/// How long after the holder's gate opened a change that keeps the holder waits.
+pub const QUIET_AFTER_OPENING: Duration = Duration::from_secs(5);
+
+/// When `next` keeps `last`'s holder and that gate opened less than [`QUIET_AFTER_OPENING`]
+/// ago: how long until `next` is due (meanwhile `last` stays written).
+pub fn defer(
+    last: Option<&BatonStatus>,
+    next: Option<&BatonStatus>,
+    now: DateTime<Utc>,
+) -> Option<Duration> {
+    let (last, next) = (last?, next?);
+    if last == next || last.holder.is_none() || last.holder != next.holder {
+        return None;
+    }
+    if last.holder_since != next.holder_since {
+        return None;
+    }
+    let since = last
+        .holder_since
+        .as_ref()
+        .map(baton_crds::time::to_chrono)?;
+    let age = now
+        .signed_duration_since(since)
+        .to_std()
+        .unwrap_or(Duration::ZERO);
+    QUIET_AFTER_OPENING
+        .checked_sub(age)
+        .filter(|wait| !wait.is_zero())
+}
+
+/// The view once `winner` was admitted: the replicas and the holder as now seen, with the
+/// winner admitted and the others removed, nobody waiting and no pass time. No view
+/// before (nobody was gated): none now.
+pub fn won(
+    last: Option<&BatonStatus>,
+    replicas: &[ReplicaView],
+    winner: &str,
+    rules: &Rules<'_>,
+) -> Option<BatonStatus> {
+    let last = last?;
+    let mut view =
+        dispatched(replicas, None, DateTime::<Utc>::MIN_UTC, rules).unwrap_or_else(|| last.clone());
     view.passes_after = None;
     view.waiting = 0;
     for replica in &mut view.replicas {

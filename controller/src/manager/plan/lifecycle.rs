@@ -246,7 +246,12 @@ fn record(
         Progress::None | Progress::WinnerUnreachable { .. } => {}
         Progress::Won { cluster } => {
             declare_winner(obs, route, cluster, &mut status, plan);
-            status.baton = baton_view::won(old_status.baton.as_ref(), cluster);
+            status.baton = baton_view::won(
+                old_status.baton.as_ref(),
+                &replica_views(obs),
+                cluster,
+                &view_rules(route, config),
+            );
         }
         Progress::Running { cluster } => {
             if let Some(replica) = obs.replicas.get(cluster) {
@@ -263,23 +268,37 @@ fn record(
         } => {
             note_dispatch(obs.now, route, clusters, *connected, &mut status, plan);
             if config.orchestrated {
-                let views: Vec<_> = obs
-                    .replicas
-                    .iter()
-                    .map(|(cluster, r)| r.view(cluster))
-                    .collect();
-                let rules = baton_view::Rules {
-                    cluster_order: &route.clusters,
-                    timeout: config.preemption_timeout,
-                    policy: config.ungating_policy,
-                };
-                status.baton =
-                    baton_view::dispatched(&views, plan.open_gate.as_ref(), obs.now, &rules);
+                let view = baton_view::dispatched(
+                    &replica_views(obs),
+                    plan.open_gate.as_ref(),
+                    obs.now,
+                    &view_rules(route, config),
+                );
+                match baton_view::defer(old_status.baton.as_ref(), view.as_ref(), obs.now) {
+                    Some(wait) => plan.requeue(wait),
+                    None => status.baton = view,
+                }
             }
         }
     }
     if status != old_status {
         plan.status = Some(status);
+    }
+}
+
+/// The observed replicas, as the ungating rule reads them.
+fn replica_views(obs: &Observation<'_>) -> Vec<baton_core::ungate::ReplicaView> {
+    obs.replicas
+        .iter()
+        .map(|(cluster, r)| r.view(cluster))
+        .collect()
+}
+
+fn view_rules<'a>(route: &'a Route, config: &LifecycleConfig) -> baton_view::Rules<'a> {
+    baton_view::Rules {
+        cluster_order: &route.clusters,
+        timeout: config.preemption_timeout,
+        policy: config.ungating_policy,
     }
 }
 

@@ -234,24 +234,43 @@ fn an_admitted_replica_is_marked() {
 }
 
 #[test]
-fn a_win_keeps_the_last_view_and_marks_winner_and_removals() {
+fn a_win_marks_winner_and_removals_over_the_replicas_as_seen() {
     let o = order();
-    let replicas = [open("w1", 0), signalling("w2", 1)];
-    let last = dispatched(&replicas, None, t(3), &rules(&o));
-    let view = won(last.as_ref(), "w1").expect("a view");
+    let before = [open("w1", 0), signalling("w2", 1)];
+    let last = dispatched(&before, None, t(3), &rules(&o));
+    // w3 signalled since (not written yet), and w1 is admitted now.
+    let now = [
+        ReplicaView {
+            admitted: true,
+            ..open("w1", 0)
+        },
+        signalling("w2", 1),
+        signalling("w3", 4),
+    ];
+    let view = won(last.as_ref(), &now, "w1", &rules(&o)).expect("a view");
     assert_eq!(view.holder.as_deref(), Some("w1"));
     assert_eq!(view.passes_after, None);
     assert_eq!(view.waiting, 0);
-    assert!(view.replicas[0].admitted && !view.replicas[0].removed);
-    assert!(!view.replicas[1].admitted && view.replicas[1].removed);
-    assert_eq!(view.replicas[1].position, None);
+    let marks: Vec<(&str, bool, bool, Option<i32>)> = view
+        .replicas
+        .iter()
+        .map(|r| (r.cluster.as_str(), r.admitted, r.removed, r.position))
+        .collect();
+    assert_eq!(
+        marks,
+        vec![
+            ("w1", true, false, None),
+            ("w2", false, true, None),
+            ("w3", false, true, None)
+        ]
+    );
 }
 
 #[test]
-fn a_win_by_a_replica_not_in_the_view_adds_it() {
+fn a_win_by_a_replica_no_longer_seen_adds_it() {
     let o = order();
     let last = dispatched(&[signalling("w1", 1)], None, t(3), &rules(&o));
-    let view = won(last.as_ref(), "w2").expect("a view");
+    let view = won(last.as_ref(), &[], "w2", &rules(&o)).expect("a view");
     assert_eq!(view.replicas.len(), 2);
     assert!(view.replicas[0].removed);
     assert!(view.replicas[1].admitted);
@@ -259,7 +278,66 @@ fn a_win_by_a_replica_not_in_the_view_adds_it() {
 
 #[test]
 fn a_win_without_a_view_writes_none() {
-    assert_eq!(won(None, "w1"), None);
+    let o = order();
+    let replicas = [ReplicaView {
+        admitted: true,
+        ..closed("w1")
+    }];
+    assert_eq!(won(None, &replicas, "w1", &rules(&o)), None);
+}
+
+#[test]
+fn a_change_that_keeps_the_holder_waits_until_the_opening_is_quiet() {
+    let o = order();
+    let last = dispatched(&[open("w1", 10), closed("w2")], None, t(10), &rules(&o));
+    let next = dispatched(
+        &[open("w1", 10), signalling("w2", 11)],
+        None,
+        t(11),
+        &rules(&o),
+    );
+    assert_eq!(
+        defer(last.as_ref(), next.as_ref(), t(12)),
+        Some(Duration::from_secs(3))
+    );
+    assert_eq!(
+        defer(last.as_ref(), next.as_ref(), t(15)),
+        None,
+        "quiet: write"
+    );
+    assert_eq!(
+        defer(last.as_ref(), last.as_ref(), t(12)),
+        None,
+        "unchanged"
+    );
+}
+
+#[test]
+fn a_new_holder_a_first_view_or_no_view_is_never_deferred() {
+    let o = order();
+    let w1 = dispatched(
+        &[open("w1", 10), signalling("w2", 11)],
+        None,
+        t(12),
+        &rules(&o),
+    );
+    let w2 = dispatched(&[open("w1", 10), open("w2", 12)], None, t(12), &rules(&o));
+    let waiting = dispatched(&[signalling("w2", 11)], None, t(12), &rules(&o));
+    assert_eq!(defer(w1.as_ref(), w2.as_ref(), t(12)), None);
+    assert_eq!(defer(None, w1.as_ref(), t(12)), None);
+    assert_eq!(defer(w1.as_ref(), None, t(12)), None);
+    assert_eq!(defer(waiting.as_ref(), waiting.as_ref(), t(12)), None);
+    let reopened = dispatched(
+        &[open("w1", 11), signalling("w2", 11)],
+        None,
+        t(12),
+        &rules(&o),
+    );
+    assert_eq!(
+        defer(w1.as_ref(), reopened.as_ref(), t(12)),
+        None,
+        "holder since moved"
+    );
 }
 
 #[test]
