@@ -16,6 +16,33 @@ const TIMEOUT: u64 = 30;
 const WAIT: Duration = Duration::from_secs(20);
 const PASS_WAIT: Duration = Duration::from_secs(TIMEOUT + 20);
 
+/// `baton describe workload` against the manager, as a user without worker credentials.
+fn describe(env: &Env, name: &str, json: bool) -> String {
+    let kubeconfig = env.kubeconfig("manager");
+    let mut args = vec![
+        "describe".to_string(),
+        "workload".into(),
+        name.into(),
+        "-n".into(),
+        env.namespace.clone(),
+        "--kubeconfig".into(),
+        kubeconfig.display().to_string(),
+    ];
+    if json {
+        args.extend(["-o".into(), "json".into()]);
+    }
+    let out = std::process::Command::new(baton_e2e::harness::process::baton_binary())
+        .args(&args)
+        .output()
+        .expect("run baton describe");
+    assert!(
+        out.status.success(),
+        "baton describe: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn config() -> String {
     format!("singleClusterPreemptionTimeout: {TIMEOUT}s\nworkerLostTimeout: 60s\ngcInterval: 1s\n")
 }
@@ -124,6 +151,21 @@ async fn the_manager_workload_tells_the_whole_story() {
         "{described}"
     );
     assert_eq!(fields(&described, "Position"), vec!["1"], "{described}");
+    let story = describe(&env, "job", false);
+    assert!(
+        story.contains(&format!(
+            "Now:       {w1} holds the baton; 1 waiting; it may pass after"
+        )),
+        "{story}"
+    );
+    let row = |story: &str, cluster: &str, what: &str| {
+        story
+            .lines()
+            .any(|l| l.contains(&format!("  {cluster}  ")) && l.contains(&format!("  {what}  ")))
+    };
+    for (cluster, what) in [(&w1, "signalled"), (&w2, "signalled"), (&w1, "gate opened")] {
+        assert!(row(&story, cluster, what), "{cluster} {what} in {story}");
+    }
 
     // After the timeout the view shows the pass: worker-2 holds it, nobody waits.
     let passed = eventually(PASS_WAIT, "the baton passed to worker-2", || async {
@@ -162,4 +204,44 @@ async fn the_manager_workload_tells_the_whole_story() {
     let described = env.kubectl("manager", &["describe", "kwl", "job"]);
     assert_eq!(fields(&described, "Removed"), vec!["true"], "{described}");
     assert_eq!(fields(&described, "Admitted"), vec!["true"], "{described}");
+
+    // The same story from `baton describe`: the pass and why, the win, the removal.
+    let story = describe(&env, "job", false);
+    assert!(
+        story.contains(&format!("Now:       admitted on {w2}")),
+        "{story}"
+    );
+    for (cluster, what) in [
+        (&w1, "signalled"),
+        (&w2, "signalled"),
+        (&w1, "gate opened"),
+        (&w1, "baton passed"),
+        (&w2, "gate opened"),
+        (&w2, "admitted"),
+        (&w1, "replica removed"),
+    ] {
+        assert!(row(&story, cluster, what), "{cluster} {what} in {story}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&describe(&env, "job", true)).expect("describe -o json");
+    let kinds: Vec<&str> = json["timeline"]
+        .as_array()
+        .expect("timeline")
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    for kind in [
+        "dispatched",
+        "signalled",
+        "gateOpened",
+        "batonPassed",
+        "admitted",
+        "replicaRemoved",
+    ] {
+        assert!(kinds.contains(&kind), "{kind} in {json}");
+    }
+    let passed = kinds.iter().position(|k| *k == "batonPassed");
+    let admitted = kinds.iter().position(|k| *k == "admitted");
+    assert!(passed < admitted, "in time order: {json}");
+    println!("{story}");
 }

@@ -118,8 +118,9 @@ pub fn defer(
         .filter(|wait| !wait.is_zero())
 }
 
-/// The view once `winner` was admitted: the replicas and the holder as now seen, with the
-/// winner admitted and the others removed, nobody waiting and no pass time. No view
+/// The view once `winner` was admitted: the replicas and the holder as now seen (a signal
+/// that ended with the admission kept from `last`), with the winner admitted and the others
+/// removed, nobody waiting and no pass time. No view
 /// before (nobody was gated): none now.
 pub fn won(
     last: Option<&BatonStatus>,
@@ -134,6 +135,14 @@ pub fn won(
     view.waiting = 0;
     for replica in &mut view.replicas {
         replica.position = None;
+        if replica.signalling_since.is_none() {
+            // A signal that admission ended stays in the record.
+            replica.signalling_since = last
+                .replicas
+                .iter()
+                .find(|r| r.cluster == replica.cluster)
+                .and_then(|r| r.signalling_since.clone());
+        }
         replica.admitted = replica.cluster == winner;
         replica.removed = replica.cluster != winner;
     }

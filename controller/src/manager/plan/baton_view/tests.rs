@@ -244,11 +244,16 @@ fn a_win_marks_winner_and_removals_over_the_replicas_as_seen() {
             admitted: true,
             ..open("w1", 0)
         },
-        signalling("w2", 1),
+        closed("w2"),
         signalling("w3", 4),
     ];
     let view = won(last.as_ref(), &now, "w1", &rules(&o)).expect("a view");
     assert_eq!(view.holder.as_deref(), Some("w1"));
+    // w1 stopped signalling when admitted (its view had none either); w2's stays.
+    assert_eq!(
+        view.replicas[1].signalling_since.as_ref().map(to_chrono),
+        Some(t(1))
+    );
     assert_eq!(view.passes_after, None);
     assert_eq!(view.waiting, 0);
     let marks: Vec<(&str, bool, bool, Option<i32>)> = view
