@@ -9,7 +9,7 @@
 
 use baton_crds::conditions::find_condition;
 use baton_crds::constants::condition;
-use baton_crds::time::to_chrono;
+use baton_crds::time::{to_chrono, truncate_to_second};
 use baton_crds::workload::{AdmissionCheckState, CheckState, GateState, Workload};
 use chrono::{DateTime, SecondsFormat, Utc};
 use k8s_openapi::api::core::v1::Event;
@@ -308,7 +308,10 @@ fn event_entry(event: &Event, kind: Kind) -> Entry {
         .as_ref()
         .map(micro)
         .or_else(|| event.first_timestamp.as_ref().map(to_chrono))
-        .or_else(|| event.last_timestamp.as_ref().map(to_chrono));
+        .or_else(|| event.last_timestamp.as_ref().map(to_chrono))
+        // Whole seconds, as every other time of the story: the order within one second is
+        // the kinds' (an event recorded at .7 s is not after a step stored as that second).
+        .map(truncate_to_second);
     let count = event
         .series
         .as_ref()

@@ -242,6 +242,12 @@ async fn the_manager_workload_tells_the_whole_story() {
     }
     let passed = kinds.iter().position(|k| *k == "batonPassed");
     let admitted = kinds.iter().position(|k| *k == "admitted");
+    let at = |kind: &str| kinds.iter().position(|k| *k == kind);
     assert!(passed < admitted, "in time order: {json}");
+    assert!(admitted < at("replicaRemoved"), "in time order: {json}");
+    assert!(
+        at("quotaReserved") < at("signalled"),
+        "in time order: {json}"
+    );
     println!("{story}");
 }

@@ -272,9 +272,16 @@ fn event_times_fall_back_and_micro_times_convert() {
     e.last_timestamp = Some(to_kube(t(7)));
     assert_eq!(event_entry(&e, Kind::Event).time, Some(t(7)));
     e.event_time = Some(MicroTime(
-        k8s_openapi::jiff::Timestamp::from_second(t(9).timestamp()).expect("valid"),
+        k8s_openapi::jiff::Timestamp::from_nanosecond(
+            i128::from(t(9).timestamp()) * 1_000_000_000 + 700_000_000,
+        )
+        .expect("valid"),
     ));
-    assert_eq!(event_entry(&e, Kind::Event).time, Some(t(9)));
+    assert_eq!(
+        event_entry(&e, Kind::Event).time,
+        Some(t(9)),
+        "whole seconds, as the rest of the story"
+    );
     e.count = Some(3);
     assert_eq!(event_entry(&e, Kind::Event).count, Some(3));
     assert_eq!(stamp(None), "-");
