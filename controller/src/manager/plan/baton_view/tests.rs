@@ -59,6 +59,7 @@ fn opening(cluster: &str) -> GateOpening {
         signalled_at: t(0),
         previous_opened_at: None,
         previous_cluster: None,
+        released_by: None,
         why: OpenReason::FirstSignaller { signalling: 1 },
     }
 }
@@ -163,6 +164,7 @@ fn the_order_is_the_policy_s() {
         victims,
         highest_priority: 0,
         pods: 1,
+        stop_seconds: None,
     };
     let replicas = [
         ReplicaView {
