@@ -34,6 +34,43 @@ pub enum Command {
     /// Simulate orchestration off, FCFS and LeastDisruption on a workload trace, with the
     /// real decision code on a virtual clock (no cluster needed).
     Simulate(SimulateArgs),
+    /// Tell an object's story from the manager's own objects and events (no worker
+    /// credentials needed).
+    Describe {
+        #[command(subcommand)]
+        what: Describe,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Describe {
+    /// A manager Workload: dispatched, signals per cluster, gate openings, baton passes and
+    /// why, admission, replicas removed.
+    #[command(visible_alias = "kwl")]
+    Workload(DescribeWorkloadArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DescribeWorkloadArgs {
+    /// The Workload's name.
+    pub name: String,
+    /// Its namespace.
+    #[arg(short = 'n', long, value_name = "NS", default_value = "default")]
+    pub namespace: String,
+    /// Kubeconfig of the manager cluster (default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = DescribeOutput::Text)]
+    pub output: DescribeOutput,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DescribeOutput {
+    /// For people.
+    Text,
+    /// For scripts.
+    Json,
 }
 
 #[derive(Debug, Args)]

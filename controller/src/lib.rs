@@ -4,6 +4,8 @@ pub mod admission;
 pub mod cli;
 pub mod config;
 pub mod crds_cmd;
+pub mod describe;
+pub mod describe_cmd;
 pub mod events;
 pub mod http;
 pub mod jobs;

@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use baton::cli::{Cli, Command, CommonArgs};
+use baton::cli::{Cli, Command, CommonArgs, Describe};
 use baton::config::Configuration;
 use clap::Parser;
 
@@ -40,6 +40,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             runtime.block_on(async {
                 let client = client(&args.common).await?;
                 baton::manager::shell::run::run(client, config, args.namespace).await
+            })
+        }
+        Command::Describe {
+            what: Describe::Workload(args),
+        } => {
+            let runtime =
+                tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+            runtime.block_on(async {
+                let common = CommonArgs {
+                    kubeconfig: args.kubeconfig.clone(),
+                    config: None,
+                };
+                let client = client(&common).await?;
+                baton::describe_cmd::workload(client, &args.namespace, &args.name, args.output)
+                    .await
             })
         }
         Command::Worker(args) => {

@@ -11,8 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::schema;
 
+mod baton;
 mod shrink;
 mod template;
+pub use baton::{BatonStatus, ReplicaBaton};
 pub use template::PodTemplate;
 
 /// WorkloadSpec is what a job asks for: pod sets, the queue, the priority and the gates.
@@ -33,6 +35,8 @@ pub use template::PodTemplate;
     printcolumn = r#"{"name":"Finished","type":"string","description":"Workload finished","jsonPath":".status.conditions[?(@.type=='Finished')].status"}"#,
     printcolumn = r#"{"name":"Gate","type":"string","description":"State of the workload's preemption gates (a gate in spec with no state yet is Closed)","jsonPath":".status.preemptionGates[*].state"}"#,
     printcolumn = r#"{"name":"Blocked","type":"string","description":"QuotaReservationBlocked: quota could be reserved by preempting, but a gate is closed","jsonPath":".status.conditions[?(@.type=='QuotaReservationBlocked')].status"}"#,
+    printcolumn = r#"{"name":"Baton","type":"string","description":"Manager: the worker cluster that holds the baton (may preempt now), or the winner's once admitted","jsonPath":".status.baton.holder"}"#,
+    printcolumn = r#"{"name":"Waiting","type":"integer","description":"Manager: replicas waiting for the baton","jsonPath":".status.baton.waiting"}"#,
     printcolumn = r#"{"name":"Age","type":"date","description":"Time this workload was created","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -319,6 +323,13 @@ pub struct WorkloadStatus {
     /// across clusters. Upstream Kueue workers do not write it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemption_cost: Option<PreemptionCost>,
+
+    /// Baton extension, written by the MultiKueue manager on its own Workloads: each
+    /// replica's gate, signal and place in the ungating order, and who holds the baton, since
+    /// when and until when at the earliest. Written only when it changes (a gate opened, a
+    /// new signal, a winner), never per watch event. Upstream Kueue's CRD prunes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baton: Option<BatonStatus>,
 }
 
 /// The victim set a gated preemption would evict on one cluster (Baton extension).

@@ -685,7 +685,9 @@ fn configuration_values_reach_the_binary() {
         let kubeconfig = match cli.command {
             BatonCommand::Manager(a) => a.common.kubeconfig,
             BatonCommand::Worker(a) => a.common.kubeconfig,
-            BatonCommand::Crds { .. } | BatonCommand::Simulate(_) => {
+            BatonCommand::Crds { .. }
+            | BatonCommand::Simulate(_)
+            | BatonCommand::Describe { .. } => {
                 panic!("not a controller: {args:?}")
             }
         };

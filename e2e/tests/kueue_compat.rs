@@ -185,7 +185,7 @@ fn every_upstream_field_exists_in_baton_crds() {
 }
 
 #[test]
-fn upstream_printer_columns_are_kept_and_workload_adds_gate_and_blocked() {
+fn upstream_printer_columns_are_kept_and_workload_adds_gate_blocked_baton_and_waiting() {
     let dir = shared_dir().join("kueue-crds");
     for (kind, crd) in ours() {
         let plural = crd["spec"]["names"]["plural"]
@@ -207,6 +207,9 @@ fn upstream_printer_columns_are_kept_and_workload_adds_gate_and_blocked() {
         if kind == "Workload" {
             expected.insert(expected.len() - 1, "Gate".into());
             expected.insert(expected.len() - 1, "Blocked".into());
+            // The manager's view (status.baton): who holds the baton, how many wait.
+            expected.insert(expected.len() - 1, "Baton".into());
+            expected.insert(expected.len() - 1, "Waiting".into());
         }
         assert_eq!(columns(&crd), expected, "{kind}");
     }

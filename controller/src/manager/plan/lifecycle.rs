@@ -20,6 +20,7 @@ use chrono::{DateTime, Utc};
 use kube::ResourceExt;
 
 use crate::admission::checks;
+use crate::manager::plan::baton_view;
 use crate::manager::plan::replica::{
     CachedReplica, SpecDigest, in_sync, priority_in_sync, priority_updatable, redispatch_stamp,
 };
@@ -95,6 +96,9 @@ pub struct Plan {
     pub admitted_on: Option<String>,
     /// The workload goes back to dispatch in this plan (for metrics).
     pub redispatched: bool,
+    /// With `open_gate`: when the plan was made. The gate is stamped with this time, which
+    /// `status.baton` records in the same pass (so the next pass finds it unchanged).
+    pub opened_at: Option<DateTime<Utc>>,
 }
 
 impl Plan {
@@ -161,12 +165,13 @@ pub fn plan(obs: &Observation<'_>, config: &LifecycleConfig) -> Plan {
         finalizer: decision.finalizer,
         delete: decision.remove,
         create: decision.create,
-        open_gate: decision.open_gate,
+        open_gate: decision.open_gate.clone(),
         requeue_after: decision.requeue_after,
+        opened_at: decision.open_gate.as_ref().map(|_| obs.now),
         ..Plan::default()
     };
     if let Some(route) = obs.route {
-        record(obs, route, &decision.progress, &mut plan);
+        record(obs, route, &decision.progress, config, &mut plan);
     }
     plan
 }
@@ -228,25 +233,72 @@ fn replica_state(expected: &SpecDigest, cluster: &str, replica: &CachedReplica) 
 }
 
 /// Writes what the decision's progress means into the status and events.
-fn record(obs: &Observation<'_>, route: &Route, progress: &Progress, plan: &mut Plan) {
+fn record(
+    obs: &Observation<'_>,
+    route: &Route,
+    progress: &Progress,
+    config: &LifecycleConfig,
+    plan: &mut Plan,
+) {
     let old_status = obs.workload.status.clone().unwrap_or_default();
     let mut status = old_status.clone();
     match progress {
         Progress::None | Progress::WinnerUnreachable { .. } => {}
-        Progress::Won { cluster } => declare_winner(obs, route, cluster, &mut status, plan),
+        Progress::Won { cluster } => {
+            declare_winner(obs, route, cluster, &mut status, plan);
+            status.baton = baton_view::won(
+                old_status.baton.as_ref(),
+                &replica_views(obs),
+                cluster,
+                &view_rules(route, config),
+            );
+        }
         Progress::Running { cluster } => {
             if let Some(replica) = obs.replicas.get(cluster) {
                 mirror(replica, &mut status);
             }
         }
-        Progress::Redispatch(cause) => redispatch(obs.now, route, cause, &mut status, plan),
+        Progress::Redispatch(cause) => {
+            redispatch(obs.now, route, cause, &mut status, plan);
+            status.baton = None;
+        }
         Progress::Dispatched {
             clusters,
             connected,
-        } => note_dispatch(obs.now, route, clusters, *connected, &mut status, plan),
+        } => {
+            note_dispatch(obs.now, route, clusters, *connected, &mut status, plan);
+            if config.orchestrated {
+                let view = baton_view::dispatched(
+                    &replica_views(obs),
+                    plan.open_gate.as_ref(),
+                    obs.now,
+                    &view_rules(route, config),
+                );
+                match baton_view::defer(old_status.baton.as_ref(), view.as_ref(), obs.now) {
+                    Some(wait) => plan.requeue(wait),
+                    None => status.baton = view,
+                }
+            }
+        }
     }
     if status != old_status {
         plan.status = Some(status);
+    }
+}
+
+/// The observed replicas, as the ungating rule reads them.
+fn replica_views(obs: &Observation<'_>) -> Vec<baton_core::ungate::ReplicaView> {
+    obs.replicas
+        .iter()
+        .map(|(cluster, r)| r.view(cluster))
+        .collect()
+}
+
+fn view_rules<'a>(route: &'a Route, config: &LifecycleConfig) -> baton_view::Rules<'a> {
+    baton_view::Rules {
+        cluster_order: &route.clusters,
+        timeout: config.preemption_timeout,
+        policy: config.ungating_policy,
     }
 }
 

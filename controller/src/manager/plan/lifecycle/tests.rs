@@ -989,3 +989,93 @@ fn a_change_to_or_from_a_pod_priority_class_replaces_the_replica() {
         vec![("w1", &RemovalCause::OutOfSync)]
     );
 }
+
+/// `status.baton` through a workload's story: written with the first opening (one write for
+/// the signal and the opening), not again while nothing changes, again on a new signal, on
+/// the pass and on the win; never for a workload nobody gated.
+#[test]
+fn the_baton_view_is_written_on_change_only() {
+    let clusters = active(&["w1", "w2"]);
+    // Admitted at once: no view, not even on the win.
+    let wl = manager();
+    let quiet = BTreeMap::from([
+        ("w1".to_string(), replica(0)),
+        ("w2".to_string(), replica(0)),
+    ]);
+    let wl = with_status(wl.clone(), &run(&wl, &clusters, &quiet, 10));
+    assert!(wl.status.as_ref().and_then(|s| s.baton.as_ref()).is_none());
+    let won = BTreeMap::from([
+        ("w1".to_string(), admitted(replica(0), 11)),
+        ("w2".to_string(), replica(0)),
+    ]);
+    let plan = run(&wl, &clusters, &won, 12);
+    assert!(plan.status.as_ref().is_some_and(|s| s.baton.is_none()));
+
+    // w2 signals: its gate is opened, and the view says so in the same plan.
+    let wl = manager();
+    let mut replicas = BTreeMap::from([
+        ("w1".to_string(), replica(0)),
+        ("w2".to_string(), signalling(replica(0), 11)),
+    ]);
+    let plan = run(&wl, &clusters, &replicas, 15);
+    assert_eq!(
+        plan.open_gate.as_ref().map(|g| g.cluster.as_str()),
+        Some("w2")
+    );
+    assert_eq!(plan.opened_at, Some(t(15)));
+    let view = plan
+        .status
+        .as_ref()
+        .and_then(|s| s.baton.clone())
+        .expect("a view");
+    assert_eq!(view.holder.as_deref(), Some("w2"));
+    assert_eq!(view.passes_after.as_ref().map(to_chrono), Some(t(316)));
+    let wl = with_status(wl, &plan);
+    // The opening comes back from the worker, stamped with the plan's time: no write.
+    if let Some(r) = replicas.get_mut("w2") {
+        set_gate_state(
+            r.status.get_or_insert_with(Default::default),
+            MULTIKUEUE_GATE,
+            GateState::Open,
+            t(15),
+        );
+    }
+    let again = run(&wl, &clusters, &replicas, 40);
+    assert_eq!(again.status, None, "nothing changed: no write");
+    // w1 signals: one write, w1 first in line.
+    replicas.insert("w1".into(), signalling(replica(0), 50));
+    let plan = run(&wl, &clusters, &replicas, 51);
+    let view = plan
+        .status
+        .as_ref()
+        .and_then(|s| s.baton.clone())
+        .expect("a new view");
+    assert_eq!(view.waiting, 1);
+    assert_eq!(view.replicas[0].position, Some(1));
+    let wl = with_status(wl, &plan);
+    assert_eq!(run(&wl, &clusters, &replicas, 60).status, None);
+    // The timeout passes the baton to w1: the opening and the new holder, one write.
+    let plan = run(&wl, &clusters, &replicas, 320);
+    assert_eq!(
+        plan.open_gate.as_ref().map(|g| g.cluster.as_str()),
+        Some("w1")
+    );
+    let view = plan
+        .status
+        .as_ref()
+        .and_then(|s| s.baton.clone())
+        .expect("the pass");
+    assert_eq!(view.holder.as_deref(), Some("w1"));
+    assert_eq!(view.waiting, 0);
+    let wl = with_status(wl, &plan);
+    // w1 admits: the win keeps the holder and marks winner and removal.
+    replicas.insert("w1".into(), admitted(replica(0), 330));
+    let plan = run(&wl, &clusters, &replicas, 331);
+    let view = plan
+        .status
+        .as_ref()
+        .and_then(|s| s.baton.clone())
+        .expect("the win");
+    assert!(view.replicas[0].admitted && view.replicas[1].removed);
+    assert_eq!(view.passes_after, None);
+}

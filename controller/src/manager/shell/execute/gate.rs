@@ -29,6 +29,7 @@ pub async fn open(
     wl: &Workload,
     replicas: &BTreeMap<String, CachedReplica>,
     opening: &GateOpening,
+    now: DateTime<Utc>,
 ) -> Result<Outcome, ReconcileError> {
     let (Some(replica), WorkerState::Active(worker)) = (
         replicas.get(&opening.cluster),
@@ -36,7 +37,6 @@ pub async fn open(
     ) else {
         return Ok(Outcome::Done);
     };
-    let now = Utc::now();
     let api: Api<Workload> =
         Api::namespaced(worker.client.clone(), &wl.namespace().unwrap_or_default());
     let written = match api

@@ -51,7 +51,15 @@ pub async fn execute(
         return Ok(Action::requeue(AFTER_CONFLICT));
     }
     if let Some(opening) = &plan.open_gate
-        && gate::open(ctx, wl, replicas, opening).await? == Outcome::Conflict
+        && gate::open(
+            ctx,
+            wl,
+            replicas,
+            opening,
+            plan.opened_at.unwrap_or_else(chrono::Utc::now),
+        )
+        .await?
+            == Outcome::Conflict
     {
         return Ok(Action::requeue(AFTER_CONFLICT));
     }
