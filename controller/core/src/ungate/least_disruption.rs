@@ -37,10 +37,42 @@ pub(super) fn choose(
     now: DateTime<Utc>,
     window: Duration,
 ) -> Choice {
+    let compared = Compared {
+        has: |_: &PreemptionCost| true,
+        key: |c: &Candidate<'_>| c.replica.cost.map(cheapness),
+        opened: |cost, signalling| OpenReason::LeastDisruptive { cost, signalling },
+    };
+    choose_by(replicas, candidates, now, window, compared)
+}
+
+/// What a policy that compares candidates compares: whether a cost says enough (`has`), the
+/// order (`key`, smallest first) and how the choice is named (`opened`).
+pub(super) struct Compared<H, K, O> {
+    pub has: H,
+    pub key: K,
+    pub opened: O,
+}
+
+/// The steps the comparing policies share: first come first served at once when a candidate's
+/// cost does not say enough (an upstream worker's replica); the collection window; then the
+/// candidates in `key` order, equal keys keeping their FCFS order.
+pub(super) fn choose_by<H, K, O, T>(
+    replicas: &[ReplicaView],
+    candidates: &mut [Candidate<'_>],
+    now: DateTime<Utc>,
+    window: Duration,
+    compared: Compared<H, K, O>,
+) -> Choice
+where
+    H: Fn(&PreemptionCost) -> bool,
+    K: Fn(&Candidate<'_>) -> T,
+    O: Fn(PreemptionCost, usize) -> OpenReason,
+    T: Ord,
+{
     let signalling = candidates.len();
     let without_cost = candidates
         .iter()
-        .filter(|c| c.replica.cost.is_none())
+        .filter(|c| !c.replica.cost.is_some_and(|cost| (compared.has)(&cost)))
         .count();
     if without_cost > 0 {
         return Choice::Open(OpenReason::FirstSignallerWithoutCost {
@@ -51,10 +83,10 @@ pub(super) fn choose(
     if let Some(requeue_after) = collecting(replicas, candidates, now, window) {
         return Choice::Collect { requeue_after };
     }
-    // Stable: equal costs keep their FCFS order.
-    candidates.sort_by_key(|c| c.replica.cost.map(cheapness));
+    // Stable: equal keys keep their FCFS order.
+    candidates.sort_by_key(|c| (compared.key)(c));
     match candidates.first().and_then(|c| c.replica.cost) {
-        Some(cost) => Choice::Open(OpenReason::LeastDisruptive { cost, signalling }),
+        Some(cost) => Choice::Open((compared.opened)(cost, signalling)),
         None => Choice::Open(OpenReason::FirstSignaller { signalling }),
     }
 }

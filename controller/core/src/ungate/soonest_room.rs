@@ -24,8 +24,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::least_disruption::{Choice, cheapness, collecting};
-use super::{Candidate, OpenReason, ReplicaView};
+use super::least_disruption::{Choice, Compared, cheapness, choose_by};
+use super::{Candidate, OpenReason, PreemptionCost, ReplicaView};
 
 /// Candidates whose victims stop within this many seconds of the soonest are as soon.
 pub const SLACK_SECONDS: i64 = 5;
@@ -38,20 +38,6 @@ pub(super) fn choose(
     now: DateTime<Utc>,
     window: Duration,
 ) -> Choice {
-    let signalling = candidates.len();
-    let without_time = candidates
-        .iter()
-        .filter(|c| c.replica.cost.and_then(|cost| cost.stop_seconds).is_none())
-        .count();
-    if without_time > 0 {
-        return Choice::Open(OpenReason::FirstSignallerWithoutCost {
-            signalling,
-            without_cost: without_time,
-        });
-    }
-    if let Some(requeue_after) = collecting(replicas, candidates, now, window) {
-        return Choice::Collect { requeue_after };
-    }
     let stop = |c: &Candidate<'_>| {
         c.replica
             .cost
@@ -61,13 +47,13 @@ pub(super) fn choose(
     };
     let soonest = candidates.iter().map(stop).min().unwrap_or(0);
     let within = soonest.saturating_add(SLACK_SECONDS);
-    // Stable: equal keys keep their FCFS order.
-    candidates.sort_by_key(|c| {
-        let s = stop(c);
-        (s > within, c.replica.cost.map(cheapness), s)
-    });
-    match candidates.first().and_then(|c| c.replica.cost) {
-        Some(cost) => Choice::Open(OpenReason::SoonestRoom { cost, signalling }),
-        None => Choice::Open(OpenReason::FirstSignaller { signalling }),
-    }
+    let compared = Compared {
+        has: |cost: &PreemptionCost| cost.stop_seconds.is_some(),
+        key: |c: &Candidate<'_>| {
+            let s = stop(c);
+            (s > within, c.replica.cost.map(cheapness), s)
+        },
+        opened: |cost, signalling| OpenReason::SoonestRoom { cost, signalling },
+    };
+    choose_by(replicas, candidates, now, window, compared)
 }
