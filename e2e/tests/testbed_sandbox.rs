@@ -120,6 +120,20 @@ impl Sandbox {
         }
     }
 
+    /// Waits until the sandbox's stdout, as read so far, holds `needle` (what is printed
+    /// after DIR/ready is written, or is still in the pipe, comes later than the marker).
+    async fn wait_for_stdout(&self, needle: &str) {
+        let start = std::time::Instant::now();
+        while !self.stdout().contains(needle) {
+            assert!(
+                start.elapsed() < UP,
+                "no {needle:?} after {UP:?}\n--- stdout\n{}",
+                self.stdout()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// The demo's closing line (it is printed before DIR/ready is written).
     fn summary(&self) -> String {
         let out = self.stdout.lock().unwrap();
@@ -347,6 +361,8 @@ async fn demo_plays_the_job_scenario_and_preempts_on_exactly_one_cluster() {
     let _one = ONE_SANDBOX.lock().await;
     let mut sandbox = Sandbox::start(&["--demo"]);
     sandbox.wait_ready().await;
+    // The guide is printed right after DIR/ready is written.
+    sandbox.wait_for_stdout("export KUBECONFIG=").await;
     let summary = sandbox.summary();
     let log = || std::fs::read_to_string(sandbox.path("manager.log")).unwrap_or_default();
     assert!(
