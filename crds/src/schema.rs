@@ -27,6 +27,11 @@ pub fn quantity_default_one(generator: &mut SchemaGenerator) -> Schema {
     schema
 }
 
+/// The schema `T` would have: for a field stored in another type that serialises the same.
+pub fn same_as<T: schemars::JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<T>()
+}
+
 /// A map from resource name to quantity.
 pub fn resource_map(generator: &mut SchemaGenerator) -> Schema {
     let value = quantity(generator);

@@ -17,6 +17,11 @@ mod template;
 pub use baton::{BatonStatus, ReplicaBaton};
 pub use template::PodTemplate;
 
+/// A map of a few entries kept as one sorted list (serialised as a JSON object): a pod
+/// set's flavors and usage name one or two resources, where a `BTreeMap` would allocate a
+/// node for eleven. Admitted workloads are cached by the thousand (issue 23).
+pub type SmallMap<K, V> = litemap::LiteMap<K, V>;
+
 /// WorkloadSpec is what a job asks for: pod sets, the queue, the priority and the gates.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
@@ -374,12 +379,13 @@ pub struct PodSetAssignment {
     #[schemars(length(max = 63), regex(pattern = schema::DNS1123_LABEL))]
     pub name: String,
     /// Resource name → flavor name.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub flavors: BTreeMap<String, FlavorName>,
+    #[serde(default, skip_serializing_if = "SmallMap::is_empty")]
+    #[schemars(schema_with = "schema::same_as::<BTreeMap<String, FlavorName>>")]
+    pub flavors: SmallMap<String, FlavorName>,
     /// Resource name → quantity reserved for all pods of the set.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "SmallMap::is_empty")]
     #[schemars(schema_with = "schema::resource_map")]
-    pub resource_usage: BTreeMap<String, Quantity>,
+    pub resource_usage: SmallMap<String, Quantity>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub count: Option<i32>,

@@ -53,7 +53,11 @@ async fn workloads_are_admitted_against_quota_and_queues_show_it() {
         .expect("admission");
     assert_eq!(admission.cluster_queue, env.cluster_queue());
     assert_eq!(
-        admission.pod_set_assignments[0].resource_usage["cpu"].0,
+        admission.pod_set_assignments[0]
+            .resource_usage
+            .get("cpu")
+            .expect("cpu usage")
+            .0,
         "2"
     );
     wait_for(&env, "b", "admitted", is_admitted).await;

@@ -5,7 +5,7 @@
 //! where it has one, two and ten: about 1.8 KB of its 6 KB when cached. Kept for hours by
 //! the thousand, that spare room is most of what a cache could save.
 
-use super::{Admission, AdmissionCheckState, Workload};
+use super::{Admission, AdmissionCheckState, SmallMap, Workload};
 
 impl Workload {
     /// Gives back every list's unused capacity (the object's value is unchanged).
@@ -48,7 +48,18 @@ impl AdmissionCheckState {
 impl Admission {
     fn shrink_to_fit(&mut self) {
         self.pod_set_assignments.shrink_to_fit();
+        for assignment in &mut self.pod_set_assignments {
+            shrink_map(&mut assignment.flavors);
+            shrink_map(&mut assignment.resource_usage);
+        }
     }
+}
+
+fn shrink_map<K, V>(map: &mut SmallMap<K, V>) {
+    let mut entries = std::mem::take(map).into_tuple_vec();
+    entries.shrink_to_fit();
+    // Still sorted and without duplicates: the entries of a map, in its order.
+    *map = SmallMap::from_sorted_store_unchecked(entries);
 }
 
 fn shrink_opt<T>(list: &mut Option<Vec<T>>) {

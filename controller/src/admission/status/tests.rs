@@ -109,9 +109,20 @@ fn admission_writes_the_assignment_and_clears_the_block() {
     let status = w.status.as_ref().unwrap();
     let admission = status.admission.as_ref().unwrap();
     assert_eq!(admission.cluster_queue, "cq");
-    assert_eq!(admission.pod_set_assignments[0].flavors["cpu"].0, "default");
     assert_eq!(
-        admission.pod_set_assignments[0].resource_usage["cpu"].0,
+        admission.pod_set_assignments[0]
+            .flavors
+            .get("cpu")
+            .expect("cpu flavor")
+            .0,
+        "default"
+    );
+    assert_eq!(
+        admission.pod_set_assignments[0]
+            .resource_usage
+            .get("cpu")
+            .expect("cpu usage")
+            .0,
         "1500m"
     );
     assert_eq!(cond(&w, condition::QUOTA_RESERVED).status, "True");

@@ -66,10 +66,7 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Recon
             copies.insert(cluster.clone(), (*copy).clone());
         }
         if winner.as_deref() == Some(cluster.as_str()) {
-            winner_replica = worker
-                .replicas
-                .get(&namespace, &workload_name)
-                .map(|r| (*r).clone());
+            winner_replica = worker.replicas.get(&namespace, &workload_name);
             winner_jobs_known = worker.jobs.wait_until_ready().now_or_never().is_some();
         }
     }

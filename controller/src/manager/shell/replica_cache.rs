@@ -12,7 +12,7 @@ use kube::runtime::watcher::Event;
 
 use crate::manager::plan::replica::CachedReplica;
 
-type ByName = HashMap<Box<str>, Arc<CachedReplica>>;
+type ByName = HashMap<Box<str>, CachedReplica>;
 type ByNamespace = HashMap<Box<str>, ByName>;
 
 /// Replicas on one worker; cheap to clone (shared).
@@ -82,7 +82,8 @@ impl ReplicaCache {
         }
     }
 
-    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<CachedReplica>> {
+    /// The record of a replica (a copy: records are small, their rare parts shared).
+    pub fn get(&self, namespace: &str, name: &str) -> Option<CachedReplica> {
         let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
         inner.replicas.get(namespace)?.get(name).cloned()
     }
@@ -128,7 +129,7 @@ fn insert(replicas: &mut ByNamespace, replica: &Workload, record: CachedReplica)
         Some(names) => names,
         None => replicas.entry(namespace.into_boxed_str()).or_default(),
     };
-    names.insert(replica.name_any().into_boxed_str(), Arc::new(record));
+    names.insert(replica.name_any().into_boxed_str(), record);
 }
 
 fn remove(replicas: &mut ByNamespace, replica: &Workload) {

@@ -7,6 +7,7 @@
 //! ([`ungate::view_of`] for the gate, the signal and the cost).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use baton_core::ungate::{self, GateObservation, ReplicaView, Signal};
 use baton_crds::conditions::find_condition;
@@ -22,30 +23,50 @@ use kube::ResourceExt;
 
 use super::REDISPATCH_ANNOTATION;
 
+mod packed;
+use packed::{Form, Stamp, pack_uid, pack_version, unpack};
+
 /// What the manager knows of one replica. A pending replica — most of them, by far — costs
-/// the record alone (about 180 bytes with its shared pointer): its identifiers are numbers
-/// when they have the usual form, and what only admitted, evicted or re-dispatched replicas
-/// carry sits behind one pointer that is empty for the rest.
+/// the record alone (88 bytes, kept in its cache's map without a pointer of its own): its
+/// identifiers and times are numbers when they have the usual form ([`packed`]), the
+/// signal's usual reason is a tag, and what only admitted, evicted or re-dispatched replicas
+/// carry (or what has an unusual form) sits behind one shared pointer that is empty for the
+/// rest.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CachedReplica {
-    uid: Option<Ident>,
-    resource_version: Option<Ident>,
+    uid: [u64; 2],
+    resource_version: u64,
     digest: SpecDigest,
-    /// The MultiKueue gate, as the ungating rule reads it ([`ReplicaView::gate`]).
-    gate: Option<GateObservation>,
-    /// The blocked signal ([`ReplicaView::signal`]).
-    signal: Option<Signal>,
-    /// `Admitted=True` ([`ReplicaView::admitted`]).
-    admitted: bool,
+    /// When the MultiKueue gate last changed ([`GateObservation::since`]).
+    gate_since: Stamp,
+    /// When the blocked signal started ([`Signal::since`]).
+    signal_since: Stamp,
+    uid_form: Form,
+    version_form: Form,
+    /// The MultiKueue gate's state, as the ungating rule reads it ([`ReplicaView::gate`]).
+    gate: Option<GateState>,
+    /// The blocked signal's reason ([`ReplicaView::signal`]).
+    signal: SignalReason,
     /// Its worker gave the baton back ([`ReplicaView::released`]).
     released: Option<ReleaseReason>,
+    /// `Admitted=True` ([`ReplicaView::admitted`]).
+    admitted: bool,
     quota_reserved: bool,
     /// `status.admission` is set.
     has_admission: bool,
     /// `Finished=True` with reason `OutOfSync`: its worker found it out of sync with its
     /// Job. Such a finish is a failure, never mirrored (it is left out of `mirrored`).
     finished_out_of_sync: bool,
-    rare: Option<Box<Rare>>,
+    rare: Option<Arc<Rare>>,
+}
+
+/// The reason of a True blocked signal: Kueue's `PreemptionGated` by far the most often.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SignalReason {
+    None,
+    PreemptionGated,
+    /// Another reason, kept in [`Rare::signal_reason`].
+    Other,
 }
 
 /// What few replicas carry.
@@ -61,11 +82,38 @@ struct Rare {
     mirrored: Box<[Condition]>,
     /// What its worker says its preemption would evict: only replicas that wait to preempt.
     cost: Option<PreemptionCost>,
+    /// A signal's reason other than `PreemptionGated`.
+    signal_reason: Option<Box<str>>,
+    /// A uid not in the API server's usual form ([`Form::Text`]).
+    uid: Option<Box<str>>,
+    /// A resourceVersion not in the API server's usual form ([`Form::Text`]).
+    resource_version: Option<Box<str>>,
 }
 
 impl Rare {
-    fn boxed(self) -> Option<Box<Self>> {
-        (self != Self::default()).then(|| Box::new(self))
+    fn shared(self) -> Option<Arc<Self>> {
+        (self != Self::default()).then(|| Arc::new(self))
+    }
+
+    /// Equal in all but the resourceVersion's text.
+    fn same_beyond_version(&self, other: &Self) -> bool {
+        let Self {
+            stamp,
+            admitted_at,
+            evicted,
+            mirrored,
+            cost,
+            signal_reason,
+            uid,
+            resource_version: _,
+        } = self;
+        *stamp == other.stamp
+            && *admitted_at == other.admitted_at
+            && *evicted == other.evicted
+            && *mirrored == other.mirrored
+            && *cost == other.cost
+            && *signal_reason == other.signal_reason
+            && *uid == other.uid
     }
 }
 
@@ -85,11 +133,15 @@ impl CachedReplica {
             |type_: &str| find_condition(conditions, type_).filter(|c| c.status == "True");
         let finished_out_of_sync =
             true_condition(condition::FINISHED).is_some_and(|c| c.reason == reason::OUT_OF_SYNC);
-        let mut view = ungate::view_of("", full);
-        view.signal = view.signal.map(|mut s| {
-            s.reason.shrink_to_fit();
-            s
-        });
+        let view = ungate::view_of("", full);
+        let (uid_form, uid_words, uid) = pack_uid(full.metadata.uid.as_deref());
+        let (version_form, version_number, resource_version) =
+            pack_version(full.metadata.resource_version.as_deref());
+        let (signal, signal_reason) = match view.signal.as_ref().map(|s| s.reason.as_str()) {
+            None => (SignalReason::None, None),
+            Some(reason::PREEMPTION_GATED) => (SignalReason::PreemptionGated, None),
+            Some(other) => (SignalReason::Other, Some(Box::from(other))),
+        };
         let rare = Rare {
             cost: view.cost,
             stamp: full
@@ -104,28 +156,40 @@ impl CachedReplica {
                 .filter(|t| !(finished_out_of_sync && **t == condition::FINISHED))
                 .filter_map(|t| find_condition(conditions, t).cloned())
                 .collect(),
+            signal_reason,
+            uid,
+            resource_version,
         };
         Self {
-            uid: full.metadata.uid.as_deref().map(Ident::new),
-            resource_version: full.metadata.resource_version.as_deref().map(Ident::new),
+            uid: uid_words,
+            resource_version: version_number,
+            uid_form,
+            version_form,
             digest: SpecDigest::of(&full.spec),
-            gate: view.gate,
-            signal: view.signal,
-            admitted: view.admitted,
+            gate_since: Stamp::new(view.gate.and_then(|g| g.since)),
+            signal_since: Stamp::new(view.signal.as_ref().map(|s| s.since)),
+            gate: view.gate.map(|g| g.state),
+            signal,
             released: view.released,
+            admitted: view.admitted,
             quota_reserved: true_condition(condition::QUOTA_RESERVED).is_some(),
             has_admission: full.status.as_ref().is_some_and(|s| s.admission.is_some()),
             finished_out_of_sync,
-            rare: rare.boxed(),
+            rare: rare.shared(),
         }
     }
 
     pub fn uid(&self) -> Option<String> {
-        self.uid.as_ref().map(Ident::to_string)
+        let kept = self.rare.as_ref().and_then(|r| r.uid.as_deref());
+        unpack(self.uid_form, self.uid, kept).map(Cow::into_owned)
     }
 
     pub fn resource_version(&self) -> Option<Cow<'_, str>> {
-        self.resource_version.as_ref().map(Ident::text)
+        let kept = self
+            .rare
+            .as_ref()
+            .and_then(|r| r.resource_version.as_deref());
+        unpack(self.version_form, [0, self.resource_version], kept)
     }
 
     /// The manager's re-dispatch stamp the replica was made with.
@@ -133,12 +197,30 @@ impl CachedReplica {
         self.rare.as_ref()?.stamp.as_deref()
     }
 
+    /// The blocked signal, as [`ungate::view_of`] reads it.
+    fn signal(&self) -> Option<Signal> {
+        let reason = match self.signal {
+            SignalReason::None => return None,
+            SignalReason::PreemptionGated => reason::PREEMPTION_GATED.to_string(),
+            SignalReason::Other => self
+                .rare
+                .as_ref()
+                .and_then(|r| r.signal_reason.as_deref())
+                .unwrap_or_default()
+                .to_string(),
+        };
+        Some(Signal {
+            reason,
+            since: self.signal_since.get()?,
+        })
+    }
+
     /// The replica as the ungating rule reads it, on `cluster`.
     pub fn view(&self, cluster: &str) -> ReplicaView {
         ReplicaView {
             cluster: cluster.to_string(),
-            gate: self.gate,
-            signal: self.signal.clone(),
+            gate: self.gate(),
+            signal: self.signal(),
             admitted: self.admitted,
             cost: self.rare.as_ref().and_then(|r| r.cost),
             released: self.released,
@@ -175,14 +257,15 @@ impl CachedReplica {
 
     /// Its worker may have evicted workloads for it: its gate was open, or it reserved quota.
     pub fn may_have_preempted(&self) -> bool {
-        self.gate().is_some_and(|g| g.state == GateState::Open)
-            || self.has_admission
-            || self.quota_reserved
+        self.gate == Some(GateState::Open) || self.has_admission || self.quota_reserved
     }
 
     /// The MultiKueue gate.
     pub fn gate(&self) -> Option<GateObservation> {
-        self.gate
+        self.gate.map(|state| GateObservation {
+            state,
+            since: self.gate_since.get(),
+        })
     }
 
     /// Whether `self` and `other` differ in anything but their resourceVersion: in what a
@@ -192,101 +275,47 @@ impl CachedReplica {
         let Self {
             uid,
             resource_version: _,
+            uid_form,
+            version_form: _,
             digest,
+            gate_since,
+            signal_since,
             gate,
             signal,
-            admitted,
             released,
+            admitted,
             quota_reserved,
             has_admission,
             finished_out_of_sync,
             rare,
         } = self;
+        let rare_differs = match (rare, &other.rare) {
+            (None, None) => false,
+            (Some(a), Some(b)) => !a.same_beyond_version(b),
+            (Some(one), None) | (None, Some(one)) => !one.same_beyond_version(&Rare::default()),
+        };
         *uid != other.uid
+            || *uid_form != other.uid_form
             || *digest != other.digest
+            || *gate_since != other.gate_since
+            || *signal_since != other.signal_since
             || *gate != other.gate
             || *signal != other.signal
-            || *admitted != other.admitted
             || *released != other.released
+            || *admitted != other.admitted
             || *quota_reserved != other.quota_reserved
             || *has_admission != other.has_admission
             || *finished_out_of_sync != other.finished_out_of_sync
-            || *rare != other.rare
+            || rare_differs
     }
 
     /// The same replica with its Open gate counted from `at` (see `gate_clock`).
     pub fn with_open_time(mut self, at: DateTime<Utc>) -> Self {
-        if let Some(gate) = self.gate.as_mut().filter(|g| g.state == GateState::Open) {
-            gate.since = Some(at);
+        if self.gate == Some(GateState::Open) {
+            self.gate_since = Stamp::new(Some(at));
         }
         self
     }
-}
-
-/// A uid or a resourceVersion. Both are opaque strings to a client, but the API server
-/// writes a lower-case UUID and a decimal number: those are kept as numbers (no allocation)
-/// and written back exactly; any other text is kept as text.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Ident {
-    Uuid([u64; 2]),
-    Number(u64),
-    Text(Box<str>),
-}
-
-impl Ident {
-    fn new(text: &str) -> Self {
-        if let Some(uuid) = parse_uuid(text) {
-            return Self::Uuid(uuid);
-        }
-        match text.parse::<u64>() {
-            Ok(n) if n.to_string() == text => Self::Number(n),
-            _ => Self::Text(Box::from(text)),
-        }
-    }
-
-    fn text(&self) -> Cow<'_, str> {
-        match self {
-            Self::Text(text) => Cow::Borrowed(text),
-            other => Cow::Owned(other.to_string()),
-        }
-    }
-}
-
-impl std::fmt::Display for Ident {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Uuid([high, low]) => write!(
-                f,
-                "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-                high >> 32,
-                (high >> 16) & 0xffff,
-                high & 0xffff,
-                low >> 48,
-                low & 0xffff_ffff_ffff
-            ),
-            Self::Number(n) => write!(f, "{n}"),
-            Self::Text(text) => f.write_str(text),
-        }
-    }
-}
-
-/// A UUID in its canonical lower-case form (8-4-4-4-12 hex digits), as two numbers.
-fn parse_uuid(text: &str) -> Option<[u64; 2]> {
-    let bytes = text.as_bytes();
-    if bytes.len() != 36 {
-        return None;
-    }
-    let mut digits = 0u128;
-    for (i, &b) in bytes.iter().enumerate() {
-        let digit = match b {
-            b'-' if matches!(i, 8 | 13 | 18 | 23) => continue,
-            b'0'..=b'9' if !matches!(i, 8 | 13 | 18 | 23) => b - b'0',
-            b'a'..=b'f' if !matches!(i, 8 | 13 | 18 | 23) => b - b'a' + 10,
-            _ => return None,
-        };
-        digits = (digits << 4) | u128::from(digit);
-    }
-    Some([(digits >> 64) as u64, digits as u64])
 }
 
 /// Whether the replica's spec matches the manager's in all but its priority: gates are
