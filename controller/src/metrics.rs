@@ -76,7 +76,11 @@ pub enum ReplicaRole {
 impl ReplicaRole {
     /// `Leader` under leader election, else `Standalone`.
     pub fn under_election(enabled: bool) -> Self {
-        if enabled { Self::Leader } else { Self::Standalone }
+        if enabled {
+            Self::Leader
+        } else {
+            Self::Standalone
+        }
     }
 
     fn label(self) -> &'static str {
@@ -180,12 +184,18 @@ impl Metrics {
         let upstream_admitted = Family::<UpstreamLabel, Counter>::default();
         {
             let upstream = root.sub_registry_with_prefix("multikueue");
-            register(upstream, "multikueue", &mut names,
+            register(
+                upstream,
+                "multikueue",
+                &mut names,
                 "workloads_dispatched",
                 "The total number of remote workloads created by the MultiKueue manager on a worker cluster, per 'cluster_queue' and 'cluster' (upstream Kueue's name and labels)",
                 upstream_dispatched.clone(),
             );
-            register(upstream, "multikueue", &mut names,
+            register(
+                upstream,
+                "multikueue",
+                &mut names,
                 "workloads_admitted",
                 "The total number of remote workload admissions on a worker cluster, per 'cluster_queue' and 'cluster' (upstream Kueue's name and labels)",
                 upstream_admitted.clone(),
@@ -198,7 +208,14 @@ impl Metrics {
                 version: env!("CARGO_PKG_VERSION").to_string(),
             })
             .set(1);
-        register(registry, "baton", &mut names, "build_info", "Build information", build_info);
+        register(
+            registry,
+            "baton",
+            &mut names,
+            "build_info",
+            "Build information",
+            build_info,
+        );
 
         let m = Self {
             workloads_dispatched: Counter::default(),
@@ -235,132 +252,210 @@ impl Metrics {
             gates_open: SetGauge::new(Gauge::default()),
             room_writes: Family::default(),
         };
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "workloads_dispatched",
             "Workloads dispatched to worker clusters",
             m.workloads_dispatched.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "workloads_admitted",
             "Workloads admitted, by worker cluster",
             m.workloads_admitted.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "replicas_created",
             "Replicas created, by worker cluster",
             m.replicas_created.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "replicas_deleted",
             "Replicas deleted, by worker cluster",
             m.replicas_deleted.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "workloads_redispatched",
             "Workloads sent back to dispatch (evicted on their worker or worker lost)",
             m.workloads_redispatched.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "worker_cluster_connected",
             "1 when the worker cluster is connected",
             m.cluster_connected.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "reconcile_duration_seconds",
             "Time to reconcile one manager Workload",
             m.reconcile_duration.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "reconcile_errors",
             "Reconcile errors, by reason",
             m.reconcile_errors.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "preemption_gates_opened",
             "Preemption gates opened, by worker cluster",
             m.gates_opened.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "preemption_gate_open_delay_seconds",
             "Time from a replica's first gated signal to its gate being opened",
             m.gate_open_delay.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "events_dropped",
             "Events not published because the publishing queue was full",
             m.events_dropped.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "preemption_gate_timeouts",
             "Gates opened because singleClusterPreemptionTimeout passed the baton on",
             m.gate_timeouts.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "preemption_gate_releases",
             "Gates opened at once because the baton's holder gave it back (it could no longer make room), by holder cluster and reason",
             m.gate_releases.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "workloads_gated",
             "Workloads with a replica waiting for its preemption gate",
             m.workloads_gated.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "wasted_preemptions",
             "Replicas removed from a cluster the workload does not run on after they may have preempted there (their gate was opened or they held quota)",
             m.wasted_preemptions.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "worker_wasted_preemptions",
             "Workloads this worker evicted for a preemptor that was deleted before it reserved quota",
             m.worker_wasted_preemptions.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "worker_pending_workloads",
             "Pending workloads on this worker, by ClusterQueue and status (active or inadmissible)",
             m.pending_workloads.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "worker_quota_reservations",
             "Workloads that reserved quota on this worker, by ClusterQueue",
             m.quota_reservations.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "worker_preemptions",
             "Workloads preempted on this worker, by reason",
             m.preemptions.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "worker_preemption_gated_workloads",
             "Workloads that could preempt but wait for their preemption gate",
             m.preemption_gated.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "worker_scheduling_cycle_duration_seconds",
             "Time of one scheduling cycle (snapshot, decisions) on this worker",
             m.scheduling_cycle_duration.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "worker_class_annotation_errors",
             "Malformed preemption-toleration annotations found on priority classes",
             m.class_annotation_errors.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "worker_status_write_conflicts",
             "Workload status writes that lost a resourceVersion race (retried next cycle)",
             m.status_write_conflicts.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "workload_admission_wait_seconds",
             "Time from a manager Workload's creation to its admission on a worker cluster, by priority class",
             m.admission_wait.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "preemption_gates_open",
             "Workloads not yet admitted whose preemption gate is open on some worker (the baton is held)",
             m.gates_open.gauge.clone(),
         );
-        register(registry, "baton", &mut names,
+        register(
+            registry,
+            "baton",
+            &mut names,
             "worker_room_writes",
             "Writes of a MultiKueueCluster's room summary (status.baton), by worker cluster",
             m.room_writes.clone(),
@@ -502,7 +597,8 @@ mod tests {
         let key = baton_crds::WorkloadKey::new("ns", "a");
         m.gates_open.mark(key.clone(), true);
         m.gates_open.mark(key.clone(), true);
-        m.gates_open.mark(baton_crds::WorkloadKey::new("ns", "b"), true);
+        m.gates_open
+            .mark(baton_crds::WorkloadKey::new("ns", "b"), true);
         assert!(m.encode().contains("baton_preemption_gates_open 2"));
         m.gates_open.mark(key, false);
         assert!(m.encode().contains("baton_preemption_gates_open 1"));

@@ -104,7 +104,10 @@ pub fn summarise<'a>(queues: impl IntoIterator<Item = &'a QueueRoom>) -> RoomSta
     for key @ (flavor, resource) in keys {
         let n = nominal.get(key).copied().unwrap_or(0);
         let r = reserved.get(key).copied().unwrap_or(0);
-        flavors.entry(flavor).or_default().push(room(resource, n, r));
+        flavors
+            .entry(flavor)
+            .or_default()
+            .push(room(resource, n, r));
         let total = totals.entry(resource).or_default();
         *total = (total.0 + n, total.1 + r);
     }

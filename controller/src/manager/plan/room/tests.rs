@@ -49,7 +49,10 @@ fn the_summary_sums_per_flavor_and_resource_and_per_resource() {
     assert_eq!(resource(&room.resources, "cpu"), ("12500m", "7500m"));
     assert_eq!(resource(&room.resources, "memory"), ("25Gi", "4Gi"));
     let flavor = |name: &str| room.flavors.iter().find(|f| f.name == name).unwrap();
-    assert_eq!(resource(&flavor("on-demand").resources, "cpu"), ("12", "7500m"));
+    assert_eq!(
+        resource(&flavor("on-demand").resources, "cpu"),
+        ("12", "7500m")
+    );
     assert_eq!(resource(&flavor("spot").resources, "cpu"), ("500m", "0"));
     assert!(!room.connected && room.last_contact.is_none());
 }
@@ -86,9 +89,15 @@ fn a_first_connected_sight_is_written_with_the_contact() {
 fn the_same_numbers_are_not_written_again_until_the_contact_is_stale() {
     let room = summarise(&two_queues());
     let written = decide(None, &Seen::Connected(room.clone()), at(0)).unwrap();
-    assert_eq!(decide(Some(&written), &Seen::Connected(room.clone()), at(60)), None);
+    assert_eq!(
+        decide(Some(&written), &Seen::Connected(room.clone()), at(60)),
+        None
+    );
     let refreshed = decide(Some(&written), &Seen::Connected(room), at(300)).unwrap();
-    assert_eq!(refreshed.last_contact.as_ref().map(to_chrono), Some(at(300)));
+    assert_eq!(
+        refreshed.last_contact.as_ref().map(to_chrono),
+        Some(at(300))
+    );
 }
 
 #[test]

@@ -63,8 +63,7 @@ pub async fn run(ctx: &Context, wl: &Workload, clusters: &[String]) -> Outcome {
             Ok(None) => {}
             Ok(Some(replica)) => {
                 ctx.remember_created(cluster, replica);
-                ctx.metrics
-                    .replica_created(cluster, admitted_queue(wl));
+                ctx.metrics.replica_created(cluster, admitted_queue(wl));
                 created.push(cluster.as_str());
             }
             Err(Taken) => {

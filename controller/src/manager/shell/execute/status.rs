@@ -58,10 +58,8 @@ fn record_admission(ctx: &Context, wl: &Workload, cluster: &str) {
         .priority_class_ref
         .as_ref()
         .map_or("", |c| c.name.as_str());
-    let waited = wl
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .map_or(0.0, |t| (chrono::Utc::now() - baton_crds::time::to_chrono(t)).as_seconds_f64());
+    let waited = wl.metadata.creation_timestamp.as_ref().map_or(0.0, |t| {
+        (chrono::Utc::now() - baton_crds::time::to_chrono(t)).as_seconds_f64()
+    });
     ctx.metrics.admitted(cluster, queue, class, waited);
 }
