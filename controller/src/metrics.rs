@@ -467,6 +467,28 @@ impl Metrics {
         }
     }
 
+    /// Creates the per-worker series at zero when a worker connects, so that dashboards show
+    /// 0 rather than nothing and the first increment is seen by `increase()`.
+    pub fn worker_known(&self, cluster: &str) {
+        let label = Self::cluster(cluster);
+        for family in [
+            &self.gates_opened,
+            &self.wasted_preemptions,
+            &self.replicas_created,
+            &self.replicas_deleted,
+            &self.workloads_admitted,
+            &self.room_writes,
+        ] {
+            let _ = family.get_or_create(&label);
+        }
+        for reason in baton_crds::constants::ReleaseReason::ALL {
+            let _ = self.gate_releases.get_or_create(&ReleaseLabel {
+                cluster: cluster.to_string(),
+                reason: reason.as_str().to_string(),
+            });
+        }
+    }
+
     /// A replica was created on `cluster` for a manager Workload of `cluster_queue`.
     pub fn replica_created(&self, cluster: &str, cluster_queue: &str) {
         self.replicas_created
@@ -589,6 +611,19 @@ mod tests {
         let standalone = Metrics::new();
         standalone.replica_created("w", "q");
         assert!(standalone.encode().contains("replica_role=\"standalone\""));
+    }
+
+    #[test]
+    fn a_known_worker_has_its_series_at_zero() {
+        let m = Metrics::new();
+        m.worker_known("w");
+        let text = m.encode();
+        for line in [
+            "baton_wasted_preemptions_total{cluster=\"w\"} 0",
+            "baton_preemption_gate_releases_total{cluster=\"w\",reason=\"PreemptionInsufficient\"} 0",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
     }
 
     #[test]

@@ -572,8 +572,13 @@ fn manager_access_gives_the_manager_a_token_and_only_workload_rights() {
         set(&["get", "list", "watch", "create", "delete"])
     );
     assert!(verbs(rules, "batch", "jobs/status").is_empty());
+    // The ClusterQueues, only read: their quota and reservations, summed up on the manager.
+    assert_eq!(
+        verbs(rules, k, "clusterqueues"),
+        set(&["get", "list", "watch"])
+    );
     let granted: usize = rules.as_array().map_or(0, |r| r.len());
-    assert_eq!(granted, 5, "nothing else: {rules}");
+    assert_eq!(granted, 6, "nothing else: {rules}");
     assert_no_cluster_wide_secrets(&render);
 }
 
@@ -585,6 +590,7 @@ imagePullSecrets: [{name: regcred}]
 crds: {managed: true}
 serviceMonitor: {enabled: true, interval: 15s, scrapeTimeout: 5s, labels: {release: prometheus}}
 managerAccess: {enabled: true}
+grafanaDashboard: {enabled: true, namespace: monitoring, labels: {grafana_dashboard: "1", team: batch}, annotations: {grafana_folder: Baton}}
 podDisruptionBudget: {enabled: true, minAvailable: 1}
 jobs: {admissionPolicies: {mutating: true, validating: true}}
 config:

@@ -408,6 +408,7 @@ async fn became_active(
         .cluster_connected
         .get_or_create(&Metrics::cluster(cluster))
         .set(1);
+    pool.metrics.worker_known(cluster);
     tracing::info!(cluster, "worker cluster connected");
     write_active(
         &pool.manager,
