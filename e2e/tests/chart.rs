@@ -137,7 +137,14 @@ impl Render {
     }
 
     fn config_text(&self) -> String {
-        self.one("ConfigMap")["data"]["config.yaml"]
+        // The configuration's ConfigMap (the Grafana dashboard, when enabled, is another).
+        let configs: Vec<&Value> = self
+            .all("ConfigMap")
+            .into_iter()
+            .filter(|c| c["data"]["config.yaml"].is_string())
+            .collect();
+        assert_eq!(configs.len(), 1, "one configuration ConfigMap");
+        configs[0]["data"]["config.yaml"]
             .as_str()
             .expect("config.yaml in the ConfigMap")
             .to_string()

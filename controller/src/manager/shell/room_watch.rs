@@ -3,7 +3,7 @@
 //! ClusterQueue is reduced at once to a few numbers (no object is kept).
 //!
 //! Cost per worker: one more watch connection (ClusterQueues are few), a [`QueueRoom`] per
-//! ClusterQueue (its name, and two amounts per flavor and resource: about 0.3 KB for one
+//! ClusterQueue (its name, and two amounts per flavor and resource: about 0.5 KB for one
 //! flavor of two resources, see [`RoomCache::approx_bytes`]), and the decoding of each
 //! ClusterQueue event (its status changes as the worker reserves quota and queues workloads).
 

@@ -140,3 +140,18 @@ fn a_reconnected_worker_is_written_at_once() {
 fn nothing_is_written_while_the_queues_are_being_listed() {
     assert_eq!(decide(None, &Seen::Listing, at(0)), None);
 }
+
+#[test]
+fn what_a_queue_costs_in_memory() {
+    // One flavor of two resources, the common shape; printed for the operator guide.
+    let q = cq(
+        "team-a-cluster-queue",
+        json!([{"name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": "64"}, {"name": "memory", "nominalQuota": "256Gi"}]}]),
+        json!({"pendingWorkloads": 12, "flavorsReservation": [
+            {"name": "default-flavor", "resources": [{"name": "cpu", "total": "60"}, {"name": "memory", "total": "200Gi"}]}]}),
+    );
+    let kept = QueueRoom::of(&q).approx_bytes() + "team-a-cluster-queue".len();
+    let decoded = serde_json::to_vec(&q).unwrap().len();
+    println!("one ClusterQueue: {kept} bytes kept, {decoded} bytes of JSON decoded per event");
+    assert!(kept < 1024, "{kept}");
+}
