@@ -85,7 +85,7 @@ fn metric_names(expr: &str) -> BTreeSet<String> {
                     i += 1;
                 }
                 let word: String = chars[start..i].iter().collect();
-                let rest = chars[i..].iter().skip_while(|c| c.is_whitespace()).next();
+                let rest = chars[i..].iter().find(|c| !c.is_whitespace());
                 if ["by", "without", "on", "ignoring"].contains(&word.as_str()) {
                     skip_group = true;
                 } else if KEYWORDS.contains(&word.as_str()) || rest == Some(&'(') {
