@@ -50,11 +50,11 @@ pub enum QuotaManagement {
     derive = "PartialEq",
     shortname = "mkc",
     printcolumn = r#"{"name":"Connected","type":"string","description":"MultiKueueCluster is connected","jsonPath":".status.conditions[?(@.type=='Active')].status"}"#,
-    printcolumn = r#"{"name":"Age","type":"date","description":"Time this workload was created","jsonPath":".metadata.creationTimestamp"}"#,
     printcolumn = r#"{"name":"CPU Nominal","type":"string","priority":1,"description":"Nominal CPU quota of the worker's ClusterQueues (Baton)","jsonPath":".status.baton.resources[?(@.name=='cpu')].nominal"}"#,
     printcolumn = r#"{"name":"CPU Reserved","type":"string","priority":1,"description":"CPU reserved in the worker's ClusterQueues (Baton)","jsonPath":".status.baton.resources[?(@.name=='cpu')].reserved"}"#,
     printcolumn = r#"{"name":"Pending","type":"integer","priority":1,"description":"Pending workloads in the worker's ClusterQueues (Baton)","jsonPath":".status.baton.pendingWorkloads"}"#,
-    printcolumn = r#"{"name":"Last Contact","type":"date","priority":1,"description":"When the manager last heard from the worker (Baton)","jsonPath":".status.baton.lastContact"}"#
+    printcolumn = r#"{"name":"Last Contact","type":"date","priority":1,"description":"When the manager last heard from the worker (Baton)","jsonPath":".status.baton.lastContact"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","description":"Time this workload was created","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct MultiKueueClusterSpec {
