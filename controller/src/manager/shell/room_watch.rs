@@ -87,3 +87,63 @@ pub fn watch_queues(cluster: &str, client: &Client) -> (RoomCache, JoinHandle<()
     });
     (cache, task)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cq(name: &str, cpu: &str) -> ClusterQueue {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
+            "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                {"name": "f", "resources": [{"name": "cpu", "nominalQuota": cpu}]}]}]},
+        }))
+        .unwrap()
+    }
+
+    fn nominal(cache: &RoomCache) -> Option<String> {
+        cache.summary().map(|s| {
+            s.resources
+                .first()
+                .map(|r| r.nominal.0.clone())
+                .unwrap_or_default()
+        })
+    }
+
+    #[test]
+    fn the_summary_waits_for_the_full_list_then_follows_events() {
+        let (cache, mut listing) = (RoomCache::default(), Queues::new());
+        cache.apply(watcher::Event::Init, &mut listing);
+        cache.apply(watcher::Event::InitApply(cq("a", "2")), &mut listing);
+        assert_eq!(nominal(&cache), None, "not listed yet");
+        cache.apply(watcher::Event::InitDone, &mut listing);
+        assert_eq!(nominal(&cache).as_deref(), Some("2"));
+        cache.apply(watcher::Event::Apply(cq("b", "3")), &mut listing);
+        assert_eq!(nominal(&cache).as_deref(), Some("5"));
+        cache.apply(watcher::Event::Delete(cq("a", "2")), &mut listing);
+        assert_eq!(nominal(&cache).as_deref(), Some("3"));
+        assert!(cache.approx_bytes() > 0);
+    }
+
+    #[test]
+    fn a_relist_replaces_what_was_kept() {
+        let (cache, mut listing) = (RoomCache::default(), Queues::new());
+        for event in [
+            watcher::Event::Init,
+            watcher::Event::InitApply(cq("a", "2")),
+            watcher::Event::InitDone,
+            // The watch restarts: "a" is gone meanwhile, "c" is new.
+            watcher::Event::Init,
+            watcher::Event::InitApply(cq("c", "7")),
+        ] {
+            cache.apply(event, &mut listing);
+        }
+        assert_eq!(
+            nominal(&cache).as_deref(),
+            Some("2"),
+            "the old list until the new one is in"
+        );
+        cache.apply(watcher::Event::InitDone, &mut listing);
+        assert_eq!(nominal(&cache).as_deref(), Some("7"));
+    }
+}
