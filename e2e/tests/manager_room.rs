@@ -153,3 +153,65 @@ async fn kubectl_get_mkc_wide_shows_the_room_on_each_worker() {
         assert!(described.contains(needle), "{needle} in {described}");
     }
 }
+
+/// The room summary as the manager wrote it into worker `i`'s MultiKueueCluster.
+async fn room(env: &Env, i: usize) -> Option<baton_crds::multikueue::RoomStatus> {
+    let api: Api<baton_crds::MultiKueueCluster> = Api::all(env.manager_client());
+    api.get_opt(&env.cluster(i))
+        .await
+        .ok()
+        .flatten()
+        .and_then(|m| m.status.and_then(|s| s.baton))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_worker_keeps_its_last_numbers_marked_disconnected() {
+    let Some(mut env) = Env::start_for_faults(1).await else {
+        return;
+    };
+    install_queues(&env, 1).await;
+    let _manager = env.start_manager("").expect("manager");
+    let seen = eventually(WAIT, "worker-1's room", || async {
+        room(&env, 1)
+            .await
+            .filter(|r| r.connected && r.cluster_queues == 2)
+    })
+    .await;
+    let worker = env.testbed_worker(1).expect("testbed");
+    let offline = chrono::Utc::now();
+    worker.go_offline().await;
+    let lost = eventually(
+        Duration::from_secs(60),
+        "worker-1 marked disconnected",
+        || async { room(&env, 1).await.filter(|r| !r.connected) },
+    )
+    .await;
+    assert_eq!(
+        lost.resources, seen.resources,
+        "the last known numbers are kept"
+    );
+    let contact = lost
+        .last_contact
+        .as_ref()
+        .map(baton_crds::time::to_chrono)
+        .expect("lastContact");
+    // The moment the connection was lost (stored to the second), not a later write.
+    assert!(
+        contact >= offline - chrono::Duration::seconds(1),
+        "{contact} vs {offline}"
+    );
+    let table = env.kubectl("manager", &["get", "mkc", "-o", "wide"]);
+    assert_eq!(
+        table_cell(&table, &env.cluster(1), "CONNECTED"),
+        "False",
+        "{table}"
+    );
+    println!("{table}");
+    worker.go_online().await.expect("online");
+    eventually(
+        Duration::from_secs(90),
+        "worker-1 connected again",
+        || async { room(&env, 1).await.filter(|r| r.connected) },
+    )
+    .await;
+}
