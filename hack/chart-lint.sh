@@ -55,6 +55,7 @@ imagePullSecrets: [{name: regcred}]
 crds: {managed: true, keep: true}
 serviceMonitor: {enabled: true, interval: 15s, scrapeTimeout: 5s, labels: {release: prometheus}}
 managerAccess: {enabled: true}
+grafanaDashboard: {enabled: true, annotations: {grafana_folder: Baton}}
 podDisruptionBudget: {enabled: true, minAvailable: 1}
 jobs: {admissionPolicies: {mutating: true, validating: true}}
 config:
@@ -171,7 +172,7 @@ python3 -c 'import yaml' 2>/dev/null || {
 }
 say "checking the rendered manifests"
 python3 - "$out" "$ns" <<'EOF' || die "rendered manifests are not valid (see above)"
-import glob, os, re, sys
+import glob, json, os, re, sys
 import yaml
 
 out, ns = sys.argv[1], sys.argv[2]
@@ -365,6 +366,17 @@ for path in sorted(glob.glob(os.path.join(out, "*.yaml"))):
             if not c.get("resources", {}).get("requests"):
                 err(scenario, f"{cw}: no resource requests")
             for cm in by_kind.get("ConfigMap", []):
+                dashboard = cm.get("data", {}).get("baton.json")
+                if dashboard is not None:
+                    # The Grafana dashboard (grafanaDashboard.enabled): JSON with panels.
+                    if cm["metadata"].get("labels", {}).get("grafana_dashboard") != "1":
+                        err(scenario, f"ConfigMap/{cm['metadata']['name']}: no grafana_dashboard label")
+                    try:
+                        if not json.loads(dashboard).get("panels"):
+                            err(scenario, "the dashboard has no panels")
+                    except ValueError as e:
+                        err(scenario, f"the dashboard is not JSON: {e}")
+                    continue
                 text = cm.get("data", {}).get("config.yaml")
                 if text is None:
                     err(scenario, f"ConfigMap/{cm['metadata']['name']}: no config.yaml")

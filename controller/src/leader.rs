@@ -113,7 +113,9 @@ pub async fn start(
     default_lease: &str,
     namespace: &str,
 ) -> anyhow::Result<Started> {
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(Metrics::with_role(
+        crate::metrics::ReplicaRole::under_election(config.leader_election.enabled),
+    ));
     let ready = Readiness::default();
     serve_operations(
         &config.metrics_bind_address,

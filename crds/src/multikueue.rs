@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::schema;
 
+mod room;
+pub use room::{FlavorRoom, ResourceRoom, RoomStatus};
+
 /// MultiKueueConfigSpec lists worker clusters, in the order used to break ties.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
@@ -47,6 +50,10 @@ pub enum QuotaManagement {
     derive = "PartialEq",
     shortname = "mkc",
     printcolumn = r#"{"name":"Connected","type":"string","description":"MultiKueueCluster is connected","jsonPath":".status.conditions[?(@.type=='Active')].status"}"#,
+    printcolumn = r#"{"name":"CPU Nominal","type":"string","priority":1,"description":"Nominal CPU quota of the worker's ClusterQueues (Baton)","jsonPath":".status.baton.resources[?(@.name=='cpu')].nominal"}"#,
+    printcolumn = r#"{"name":"CPU Reserved","type":"string","priority":1,"description":"CPU reserved in the worker's ClusterQueues (Baton)","jsonPath":".status.baton.resources[?(@.name=='cpu')].reserved"}"#,
+    printcolumn = r#"{"name":"Pending","type":"integer","priority":1,"description":"Pending workloads in the worker's ClusterQueues (Baton)","jsonPath":".status.baton.pendingWorkloads"}"#,
+    printcolumn = r#"{"name":"Last Contact","type":"date","priority":1,"description":"When the manager last heard from the worker (Baton)","jsonPath":".status.baton.lastContact"}"#,
     printcolumn = r#"{"name":"Age","type":"date","description":"Time this workload was created","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -97,4 +104,7 @@ pub struct MultiKueueClusterStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "schema::conditions")]
     pub conditions: Vec<Condition>,
+    /// Baton: where there is room on the worker (see [`RoomStatus`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baton: Option<RoomStatus>,
 }

@@ -137,7 +137,14 @@ impl Render {
     }
 
     fn config_text(&self) -> String {
-        self.one("ConfigMap")["data"]["config.yaml"]
+        // The configuration's ConfigMap (the Grafana dashboard, when enabled, is another).
+        let configs: Vec<&Value> = self
+            .all("ConfigMap")
+            .into_iter()
+            .filter(|c| c["data"]["config.yaml"].is_string())
+            .collect();
+        assert_eq!(configs.len(), 1, "one configuration ConfigMap");
+        configs[0]["data"]["config.yaml"]
             .as_str()
             .expect("config.yaml in the ConfigMap")
             .to_string()
@@ -572,8 +579,13 @@ fn manager_access_gives_the_manager_a_token_and_only_workload_rights() {
         set(&["get", "list", "watch", "create", "delete"])
     );
     assert!(verbs(rules, "batch", "jobs/status").is_empty());
+    // The ClusterQueues, only read: their quota and reservations, summed up on the manager.
+    assert_eq!(
+        verbs(rules, k, "clusterqueues"),
+        set(&["get", "list", "watch"])
+    );
     let granted: usize = rules.as_array().map_or(0, |r| r.len());
-    assert_eq!(granted, 5, "nothing else: {rules}");
+    assert_eq!(granted, 6, "nothing else: {rules}");
     assert_no_cluster_wide_secrets(&render);
 }
 
@@ -585,6 +597,7 @@ imagePullSecrets: [{name: regcred}]
 crds: {managed: true}
 serviceMonitor: {enabled: true, interval: 15s, scrapeTimeout: 5s, labels: {release: prometheus}}
 managerAccess: {enabled: true}
+grafanaDashboard: {enabled: true, namespace: monitoring, labels: {grafana_dashboard: "1", team: batch}, annotations: {grafana_folder: Baton}}
 podDisruptionBudget: {enabled: true, minAvailable: 1}
 jobs: {admissionPolicies: {mutating: true, validating: true}}
 config:

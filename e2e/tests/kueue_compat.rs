@@ -185,7 +185,7 @@ fn every_upstream_field_exists_in_baton_crds() {
 }
 
 #[test]
-fn upstream_printer_columns_are_kept_and_workload_adds_gate_blocked_baton_and_waiting() {
+fn upstream_printer_columns_are_kept_and_baton_adds_its_own_before_age() {
     let dir = shared_dir().join("kueue-crds");
     for (kind, crd) in ours() {
         let plural = crd["spec"]["names"]["plural"]
@@ -210,6 +210,12 @@ fn upstream_printer_columns_are_kept_and_workload_adds_gate_blocked_baton_and_wa
             // The manager's view (status.baton): who holds the baton, how many wait.
             expected.insert(expected.len() - 1, "Baton".into());
             expected.insert(expected.len() - 1, "Waiting".into());
+        }
+        if kind == "MultiKueueCluster" {
+            // The room on the worker (status.baton), in `-o wide`.
+            for column in ["CPU Nominal", "CPU Reserved", "Pending", "Last Contact"] {
+                expected.insert(expected.len() - 1, column.into());
+            }
         }
         assert_eq!(columns(&crd), expected, "{kind}");
     }

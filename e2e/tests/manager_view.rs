@@ -58,29 +58,7 @@ async fn view(env: &Env, name: &str) -> Option<BatonStatus> {
 
 /// The value of `column` in the row of `kubectl get kwl` (header-aligned columns).
 fn column(table: &str, row: &str, column: &str) -> String {
-    let mut lines = table.lines();
-    let header = lines.next().unwrap_or_default();
-    let start = header
-        .find(column)
-        .unwrap_or_else(|| panic!("{column} in {table}"));
-    let end = header[start..]
-        .find(|c: char| c.is_whitespace())
-        .map(|w| {
-            let rest = &header[start + w..];
-            start
-                + w
-                + rest
-                    .find(|c: char| !c.is_whitespace())
-                    .unwrap_or(rest.len())
-        })
-        .unwrap_or(usize::MAX);
-    let line = lines
-        .find(|l| l.starts_with(row))
-        .unwrap_or_else(|| panic!("{row} in {table}"));
-    line.get(start..end.min(line.len()))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
+    baton_e2e::harness::table_cell(table, row, column)
 }
 
 /// The values of every `Name:  value` line of `kubectl describe` output.

@@ -205,3 +205,25 @@ pub async fn apply(client: &kube::Client, doc: &serde_json::Value) -> anyhow::Re
     .with_context(|| format!("apply {kind} {name}"))?;
     Ok(resource)
 }
+
+/// The value of `column` in the row starting with `row` of a kubectl table (columns are
+/// aligned under their headers; a value may be empty). Panics naming what is missing.
+pub fn table_cell(table: &str, row: &str, column: &str) -> String {
+    let mut lines = table.lines();
+    let header = lines.next().unwrap_or_default();
+    let start = header
+        .find(column)
+        .unwrap_or_else(|| panic!("{column} in {table}"));
+    // The column ends where the next header begins (headers may hold spaces).
+    let after = start + column.len();
+    let end = header[after..]
+        .find(|c: char| !c.is_whitespace())
+        .map_or(usize::MAX, |next| after + next);
+    let line = lines
+        .find(|l| l.starts_with(row))
+        .unwrap_or_else(|| panic!("{row} in {table}"));
+    line.get(start..end.min(line.len()))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}

@@ -9,4 +9,5 @@ pub mod lifecycle;
 pub mod queues;
 pub mod remote_job;
 pub mod replica;
+pub mod room;
 pub mod routing;

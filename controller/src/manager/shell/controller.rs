@@ -109,4 +109,10 @@ fn track_gated(
         gated.remove(&key);
     }
     ctx.metrics.workloads_gated.set(gated.len() as i64);
+    let holding = route.is_some()
+        && wl.status.as_ref().is_none_or(|s| s.cluster_name.is_none())
+        && replicas
+            .iter()
+            .any(|(c, r)| r.view(c).gate.is_some_and(|g| g.state == GateState::Open));
+    ctx.metrics.gates_open.mark(WorkloadKey::of(wl), holding);
 }

@@ -10,6 +10,8 @@ pub mod job_controller;
 pub mod memory;
 pub mod queue_writer;
 pub mod replica_cache;
+pub mod room_watch;
+pub mod room_writer;
 pub mod run;
 pub mod stores;
 pub mod workers;

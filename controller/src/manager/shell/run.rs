@@ -159,6 +159,11 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
             resync(all).await;
         });
     }
+    tokio::spawn(super::room_writer::write_rooms(
+        client.clone(),
+        pool.clone(),
+        metrics.clone(),
+    ));
     if !config.gc_interval.is_zero() {
         tokio::spawn(garbage_collector(pool, stores.workloads.clone(), config));
     }

@@ -31,6 +31,7 @@ use crate::manager::plan::connection::reconnect::{Reconnect, Retry};
 use crate::manager::plan::connection::watch_health::{Probe, Verdict, WatchHealth, with_causes};
 use crate::manager::plan::kubeconfig::KubeconfigProblem;
 use crate::manager::shell::replica_cache::ReplicaCache;
+use crate::manager::shell::room_watch::{RoomCache, watch_queues};
 use crate::metrics::Metrics;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -54,6 +55,8 @@ pub struct Connected {
     pub replicas: ReplicaCache,
     /// Our copies of manager Jobs on this worker (scoped by the origin label).
     pub jobs: Store<Job>,
+    /// The worker's ClusterQueues as numbers (see [`crate::manager::shell::room_watch`]).
+    pub room: RoomCache,
     pub recorder: Events,
 }
 
@@ -133,6 +136,12 @@ impl WorkerPool {
                 since: self.started,
                 last_known: None,
             })
+    }
+
+    /// Every worker with a connection task (connected or not).
+    pub fn clusters(&self) -> Vec<String> {
+        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        entries.keys().cloned().collect()
     }
 
     /// Every connected worker.
@@ -316,10 +325,13 @@ async fn connect_and_watch(
     // The copies of manager Jobs are watched beside the replicas, and stop with them.
     let (jobs, job_watch) = watch_jobs(cluster, &client, &selector, &pool.triggers);
     let _job_watch = AbortOnDrop(job_watch);
+    let (room, room_watch) = watch_queues(cluster, &client);
+    let _room_watch = AbortOnDrop(room_watch);
     let connected = Connected {
         client: client.clone(),
         replicas: ReplicaCache::default(),
         jobs,
+        room,
         recorder: Events::start(
             client.clone(),
             Reporter {
@@ -396,6 +408,7 @@ async fn became_active(
         .cluster_connected
         .get_or_create(&Metrics::cluster(cluster))
         .set(1);
+    pool.metrics.worker_known(cluster);
     tracing::info!(cluster, "worker cluster connected");
     write_active(
         &pool.manager,

@@ -11,7 +11,7 @@ use crate::manager::plan::replica::{build_replica, is_ours};
 use crate::manager::shell::context::Context;
 use crate::manager::shell::events::publish;
 use crate::manager::shell::workers::WorkerState;
-use crate::metrics::{ErrorLabel, Metrics};
+use crate::metrics::ErrorLabel;
 
 /// Why a replica was not created.
 enum NotCreated {
@@ -63,10 +63,7 @@ pub async fn run(ctx: &Context, wl: &Workload, clusters: &[String]) -> Outcome {
             Ok(None) => {}
             Ok(Some(replica)) => {
                 ctx.remember_created(cluster, replica);
-                ctx.metrics
-                    .replicas_created
-                    .get_or_create(&Metrics::cluster(cluster))
-                    .inc();
+                ctx.metrics.replica_created(cluster, admitted_queue(wl));
                 created.push(cluster.as_str());
             }
             Err(Taken) => {
@@ -92,6 +89,15 @@ pub async fn run(ctx: &Context, wl: &Workload, clusters: &[String]) -> Outcome {
     // dispatched, and on a busy manager every event is an API write.
     tracing::debug!(workload = %name, clusters = %created.join(", "), "replicas created");
     outcome
+}
+
+/// The manager ClusterQueue that reserved quota for `wl` (upstream's `cluster_queue` label;
+/// empty before a reservation, as upstream reports it).
+fn admitted_queue(wl: &Workload) -> &str {
+    wl.status
+        .as_ref()
+        .and_then(|s| s.admission.as_ref())
+        .map_or("", |a| a.cluster_queue.as_str())
 }
 
 /// A failure that trying again may cure: refused (409), throttled (429), a server error, or

@@ -8,7 +8,6 @@ use super::{Outcome, conflict_or};
 use crate::manager::plan::lifecycle::Plan;
 use crate::manager::shell::context::{Context, ReconcileError};
 use crate::manager::shell::events::publish_action;
-use crate::metrics::Metrics;
 
 /// Writes the plan's status (if any); on success, the plan's metrics and events follow.
 pub async fn write(ctx: &Context, wl: &Workload, plan: &Plan) -> Result<Outcome, ReconcileError> {
@@ -26,10 +25,7 @@ pub async fn write(ctx: &Context, wl: &Workload, plan: &Plan) -> Result<Outcome,
         }
     }
     if let Some(cluster) = &plan.admitted_on {
-        ctx.metrics
-            .workloads_admitted
-            .get_or_create(&Metrics::cluster(cluster))
-            .inc();
+        record_admission(ctx, wl, cluster);
     }
     if plan.redispatched {
         ctx.metrics.workloads_redispatched.inc();
@@ -47,4 +43,23 @@ pub async fn write(ctx: &Context, wl: &Workload, plan: &Plan) -> Result<Outcome,
         .await;
     }
     Ok(Outcome::Done)
+}
+
+/// Counts an admission on `cluster`: Baton's and upstream's counters, and the time since the
+/// manager Workload was created, by its priority class.
+fn record_admission(ctx: &Context, wl: &Workload, cluster: &str) {
+    let queue = wl
+        .status
+        .as_ref()
+        .and_then(|s| s.admission.as_ref())
+        .map_or("", |a| a.cluster_queue.as_str());
+    let class = wl
+        .spec
+        .priority_class_ref
+        .as_ref()
+        .map_or("", |c| c.name.as_str());
+    let waited = wl.metadata.creation_timestamp.as_ref().map_or(0.0, |t| {
+        (chrono::Utc::now() - baton_crds::time::to_chrono(t)).as_seconds_f64()
+    });
+    ctx.metrics.admitted(cluster, queue, class, waited);
 }
