@@ -113,6 +113,15 @@ impl Default for Memories {
 }
 
 impl Memories {
+    /// Drops every memory's expired entries (`memory::FORGET_EVERY`).
+    pub fn forget_expired(&self, now: Instant) {
+        lock(&self.opened).forget_expired(now);
+        lock(&self.written).forget_expired(now);
+        lock(&self.future_gates).forget_expired(now);
+        lock(&self.created).forget_expired(now);
+        lock(&self.deleted).0.forget_expired(now);
+    }
+
     /// The manager Workload cache now holds `cached`: a Workload we wrote over another
     /// version is of no more use (`newest_workload` would drop it at the next pass). Called
     /// by the watch, so that during a burst of writes each written copy goes as soon as the

@@ -13,6 +13,12 @@ use std::time::{Duration, Instant};
 /// How often at most a memory goes over its entries to drop the expired ones.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
+/// How often every memory drops its expired entries even when nothing touches it: after a
+/// burst the manager may go quiet, and the entries of the burst (a created replica's record
+/// for each worker and workload) would stay until the next touch (issue 23: about 250 bytes
+/// per replica at 10,000 workloads x 10 workers).
+pub const FORGET_EVERY: Duration = Duration::from_secs(10);
+
 /// The safety net: no memory holds more entries. Entries expire within seconds or minutes,
 /// so reaching it takes a million writes within one memory's bound.
 pub const HARD_CAP: usize = 1_000_000;
@@ -77,6 +83,12 @@ impl<K: Hash + Eq, V> Memory<K, V> {
         self.entries.is_empty()
     }
 
+    /// Drops the expired entries now, touched or not (see [`FORGET_EVERY`]).
+    pub fn forget_expired(&mut self, now: Instant) {
+        self.next_sweep = now.checked_add(SWEEP_EVERY);
+        self.drop_expired(now);
+    }
+
     /// Drops the expired entries, unless the last sweep was less than [`SWEEP_EVERY`] ago.
     fn sweep(&mut self, now: Instant) {
         if self.next_sweep.is_some_and(|next| now < next) {
@@ -132,6 +144,20 @@ mod tests {
 
     fn secs(s: u64) -> Duration {
         Duration::from_secs(s)
+    }
+
+    #[test]
+    fn expired_entries_go_when_told_even_right_after_a_sweep() {
+        let start = Instant::now();
+        let mut memory = Memory::new(secs(10));
+        memory.insert("old", 1, start);
+        memory.insert("new", 2, start + secs(9));
+        // A touch sweeps (nothing expired yet) and holds off the next sweep for a second.
+        assert_eq!(memory.get(&"old", start + secs(9)), Some(&1));
+        memory.forget_expired(start + secs(10));
+        assert_eq!(memory.len(), 1, "the old entry is gone without a touch");
+        memory.forget_expired(start + secs(19));
+        assert!(memory.is_empty());
     }
 
     #[test]

@@ -29,6 +29,7 @@ use crate::manager::shell::context::{Context, Memories, error_policy};
 use crate::manager::shell::controller::reconcile;
 use crate::manager::shell::execute::deletions::delete_job_copy;
 use crate::manager::shell::job_controller;
+use crate::manager::shell::memory::FORGET_EVERY;
 use crate::manager::shell::queue_writer::keep_queue_status;
 use crate::manager::shell::stores::{ManagerStores, strip_manager_workload};
 use crate::manager::shell::workers::{Triggers, WorkerPool};
@@ -120,6 +121,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
     );
     let (clusters, secrets) = follow_clusters(&client, &config, &namespace, &pool, &wake);
     let memories = Arc::new(Memories::default());
+    tokio::spawn(forget_expired(memories.clone()));
     let controller = workload_controller(
         Api::<Workload>::all(client.clone()),
         &wake,
@@ -238,6 +240,17 @@ fn workload_controller(
         })
         .applied_objects();
     Controller::for_stream(objects, reader)
+}
+
+/// Every [`FORGET_EVERY`], the memories drop their expired entries, whether or not a
+/// reconcile touched them.
+async fn forget_expired(memories: Arc<Memories>) {
+    let mut every = tokio::time::interval(FORGET_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        memories.forget_expired(std::time::Instant::now());
+    }
 }
 
 /// Whether a manager Workload watch event wakes the admission loop: a Workload applied or
