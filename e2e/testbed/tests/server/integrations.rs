@@ -113,7 +113,7 @@ fn running(pods: &[Pod]) -> usize {
         .count()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_crds_are_too_big_for_client_side_apply_and_are_served_once_applied_server_side() {
     let Some(ctx) = setup("integration-crds").await else {
         return;
@@ -151,7 +151,7 @@ async fn the_crds_are_too_big_for_client_side_apply_and_are_served_once_applied_
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_jobset_example_runs_as_child_jobs_and_completes() {
     let Some(ctx) = setup("jobset-example").await else {
         return;
@@ -208,7 +208,7 @@ async fn the_jobset_example_runs_as_child_jobs_and_completes() {
     assert!(counts.as_array().unwrap().iter().all(|s| s["succeeded"] == 1), "{counts}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_trainjob_example_runs_as_a_jobset_of_its_runtime() {
     let Some(ctx) = setup("trainjob-example").await else {
         return;
@@ -238,7 +238,7 @@ async fn the_trainjob_example_runs_as_a_jobset_of_its_runtime() {
     assert_eq!(running(&pods), 3, "numNodes pods");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rayjob_example_runs_head_and_worker_pods() {
     let Some(ctx) = setup("rayjob-example").await else {
         return;
@@ -266,7 +266,7 @@ async fn the_rayjob_example_runs_head_and_worker_pods() {
     assert!(pods_with(&ctx, "ray.io/cluster=rayjob-sample").await.is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_managed_by_another_controller_are_left_alone() {
     let Some(ctx) = setup("managed-elsewhere").await else {
         return;
