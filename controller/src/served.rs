@@ -69,7 +69,11 @@ async fn is_served(client: &Client, kind: &Kind) -> anyhow::Result<bool> {
             tracing::info!(kind = %kind, "not served by this cluster; its integration is off");
             Ok(false)
         }
-        Err(e) => Err(e).with_context(|| format!("cannot tell whether {kind} is served")),
+        // No access, or no answer: the integration stays off, and the log says why.
+        Err(e) => {
+            tracing::warn!(kind = %kind, error = %e, "cannot tell whether this kind is served; its integration is off");
+            Ok(false)
+        }
     }
 }
 
