@@ -4,7 +4,7 @@
 //! error disconnects only as [`crate::manager::plan::connection::watch_health`] decides. A worker that is down
 //! only delays its own task.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -27,9 +27,11 @@ use tokio::task::JoinHandle;
 
 use crate::config::ClientConfig;
 use crate::events::{Events, Reporter};
+use crate::integrations::Kind;
 use crate::manager::plan::connection::reconnect::{Reconnect, Retry};
 use crate::manager::plan::connection::watch_health::{Probe, Verdict, WatchHealth, with_causes};
 use crate::manager::plan::kubeconfig::KubeconfigProblem;
+use crate::manager::shell::kinds::{KindWakeups, watch_copies};
 use crate::manager::shell::replica_cache::ReplicaCache;
 use crate::metrics::Metrics;
 
@@ -54,6 +56,8 @@ pub struct Connected {
     pub replicas: ReplicaCache,
     /// Our copies of manager Jobs on this worker (scoped by the origin label).
     pub jobs: Store<Job>,
+    /// Our copies of manager objects of the other dispatched kinds, by kind.
+    pub objects: Arc<BTreeMap<Kind, Store<kube::core::DynamicObject>>>,
     pub recorder: Events,
 }
 
@@ -66,6 +70,8 @@ pub struct Triggers {
     pub refs: UnboundedSender<ObjectRef<Workload>>,
     pub jobs: UnboundedSender<ObjectRef<Job>>,
     pub all: UnboundedSender<()>,
+    /// A copy of an object of another kind changed: its manager object's reconciler.
+    pub kinds: KindWakeups,
 }
 
 impl Triggers {
@@ -316,10 +322,13 @@ async fn connect_and_watch(
     // The copies of manager Jobs are watched beside the replicas, and stop with them.
     let (jobs, job_watch) = watch_jobs(cluster, &client, &selector, &pool.triggers);
     let _job_watch = AbortOnDrop(job_watch);
+    let (objects, object_watches) = watch_copies(cluster, &client, &selector, &pool.triggers.kinds);
+    let _object_watches: Vec<AbortOnDrop> = object_watches.into_iter().map(AbortOnDrop).collect();
     let connected = Connected {
         client: client.clone(),
         replicas: ReplicaCache::default(),
         jobs,
+        objects: Arc::new(objects),
         recorder: Events::start(
             client.clone(),
             Reporter {
