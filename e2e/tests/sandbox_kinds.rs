@@ -33,7 +33,7 @@ async fn play(kind: DemoKind, orchestrated: bool) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let clusters = Clusters::start_clusters(3, dir.path(), 0).await.unwrap();
     setup::install(&clusters).unwrap();
-    setup::install_integrations(&clusters, &integrations::crds_dir()).unwrap();
+    baton_e2e::demo::integrations::install(&clusters, &integrations::crds_dir()).unwrap();
     let mut controllers = Controllers::start(&baton, &clusters, orchestrated).unwrap();
     let played = async {
         ready::wait(&clusters, &mut controllers, UP).await?;
@@ -62,7 +62,11 @@ async fn one_cluster_preempts_with_orchestration_and_every_one_without(kind: Dem
         "{kind:?} orchestrated: only the worker it runs on preempts: {on:?}"
     );
     assert!(on.wasted().is_empty(), "{kind:?}: {on:?}");
-    assert_eq!(on.evicted_on(&on.placed).len(), 1, "{kind:?}: one filler of two pods: {on:?}");
+    assert_eq!(
+        on.evicted_on(&on.placed).len(),
+        1,
+        "{kind:?}: one filler of two pods: {on:?}"
+    );
     let off = play(kind, false).await;
     assert_eq!(
         off.preempting_clusters(),
@@ -128,7 +132,10 @@ async fn the_sandbox_binary_plays_the_demo_with_a_kind() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
     let _ = child.wait();
     for expected in [
         "Installed the JobSet, Kubeflow Trainer and KubeRay CRDs",

@@ -89,7 +89,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let sandbox = Sandbox::start_clusters(args.workers, &args.dir, args.port).await?;
     if args.integrations || args.kind.needs_integrations() {
         let crds = baton_e2e::harness::integrations::crds_dir();
-        setup::install_integrations(&sandbox, &crds)?;
+        baton_e2e::demo::integrations::install(&sandbox, &crds)?;
         console.line(&format!(
             "Installed the JobSet, Kubeflow Trainer and KubeRay CRDs from {} on every cluster.",
             crds.display()

@@ -5,6 +5,7 @@
 pub mod binary;
 pub mod controllers;
 pub mod guide;
+pub mod integrations;
 pub mod jobs;
 pub mod kinds;
 pub mod observe;
