@@ -176,6 +176,18 @@ async fn the_crds_are_too_big_for_client_side_apply_and_are_served_once_applied_
     )
     .unwrap();
     assert!(explained.contains("replicas"), "{explained}");
+    // The RayCluster sample is accepted as written (nothing runs RayClusters here).
+    run(
+        &ctx.kubeconfig,
+        &[
+            "apply",
+            "-n",
+            "default",
+            "-f",
+            &example("kueue-ray-cluster-sample.yaml"),
+        ],
+    )
+    .unwrap();
     // The CRDs' own validation (schema and CEL) applies: a TrainJob name must be a DNS label.
     let bad = ctx.dir().join("bad.yaml");
     std::fs::write(&bad, "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n  name: a.b\n  namespace: default\nspec:\n  runtimeRef:\n    name: x\n").unwrap();
