@@ -1108,7 +1108,8 @@ async fn jobsets_run_with_only_the_charts_permissions_for_their_integration() {
     })
     .await;
     for p in &mut ce.processes {
-        let denied = denials(&p.log_text());
+        let log = p.log_text();
+        let denied = denials(&log);
         assert!(denied.is_empty(), "{} was denied:\n{}", p.name, denied.join("\n"));
         assert!(p.is_running(), "{} exited", p.name);
     }
