@@ -172,3 +172,25 @@ pub fn queued_jobset(
 pub fn is_suspended(obj: &DynamicObject) -> bool {
     obj.data.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
 }
+
+/// A queued RayJob: a head of 1 CPU and one worker group `workers` of `replicas` pods of
+/// `cpus` CPUs each (`minReplicas` 1), suspended, for MultiKueue when `multikueue`.
+pub fn queued_rayjob(name: &str, replicas: i32, cpus: u32, multikueue: bool) -> Value {
+    let pod = |cpu: String| {
+        json!({"spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.9.0",
+            "resources": {"requests": {"cpu": cpu}}}]}})
+    };
+    let mut doc = json!({
+        "apiVersion": "ray.io/v1", "kind": "RayJob",
+        "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+        "spec": {"suspend": true, "entrypoint": "python /home/ray/samples/sample_code.py",
+            "rayClusterSpec": {"rayVersion": "2.9.0",
+                "headGroupSpec": {"rayStartParams": {}, "template": pod("1".into())},
+                "workerGroupSpecs": [{"groupName": "workers", "replicas": replicas, "minReplicas": 1,
+                    "maxReplicas": replicas, "rayStartParams": {}, "template": pod(cpus.to_string())}]}}
+    });
+    if multikueue {
+        doc["spec"]["managedBy"] = json!("kueue.x-k8s.io/multikueue");
+    }
+    doc
+}

@@ -42,7 +42,9 @@ async fn environment() -> (Env, Vec<BatonProcess>, ApiResource) {
         .expect("JobSet CRD");
     let mut processes = Vec::new();
     for i in 1..=WORKERS {
-        env.install_worker_queues(i, 4, json!({})).await.expect("queues");
+        env.install_worker_queues(i, 4, json!({}))
+            .await
+            .expect("queues");
         processes.push(env.start_worker(i, "").expect("worker"));
     }
     processes.push(
@@ -54,7 +56,11 @@ async fn environment() -> (Env, Vec<BatonProcess>, ApiResource) {
 
 /// The manager Workload owned by JobSet `name`.
 async fn workload_of(env: &Env, name: &str) -> Option<Workload> {
-    let all = env.manager_workloads().list(&ListParams::default()).await.ok()?;
+    let all = env
+        .manager_workloads()
+        .list(&ListParams::default())
+        .await
+        .ok()?;
     all.items.into_iter().find(|w| {
         w.owner_references()
             .iter()
@@ -75,7 +81,14 @@ async fn running_on(env: &Env, name: &str, not: Option<usize>) -> usize {
 
 /// Writes the status a JobSet controller would: `active` Jobs of replicated job `workers`,
 /// and the `Completed` condition when `completed`.
-async fn play_controller(env: &Env, i: usize, jobsets: &ApiResource, name: &str, active: i64, completed: bool) {
+async fn play_controller(
+    env: &Env,
+    i: usize,
+    jobsets: &ApiResource,
+    name: &str,
+    active: i64,
+    completed: bool,
+) {
     let mut status = json!({"replicatedJobsStatus": [
         {"name": "workers", "active": active, "ready": active, "succeeded": if completed { 2 } else { 0 },
          "failed": 0, "suspended": 0}]});
@@ -84,7 +97,11 @@ async fn play_controller(env: &Env, i: usize, jobsets: &ApiResource, name: &str,
             "message": "jobset completed successfully", "lastTransitionTime": "2026-01-01T00:00:00Z"}]);
     }
     env.objects(i, jobsets)
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"status": status})),
+        )
         .await
         .expect("JobSet status");
 }
@@ -95,28 +112,55 @@ async fn a_jobset_runs_on_exactly_one_worker_and_its_status_follows() {
     env.create_object(0, &jobsets, queued_jobset("train", 2, 1, 2, true))
         .await
         .expect("manager JobSet");
-    let wl = eventually(WAIT, "the manager Workload", || async { workload_of(&env, "train").await }).await;
-    assert!(wl.name_any().starts_with("jobset-train-"), "{}", wl.name_any());
+    let wl = eventually(WAIT, "the manager Workload", || async {
+        workload_of(&env, "train").await
+    })
+    .await;
+    assert!(
+        wl.name_any().starts_with("jobset-train-"),
+        "{}",
+        wl.name_any()
+    );
     assert_eq!(
-        wl.spec.pod_sets.iter().map(|p| (p.name.as_str(), p.count)).collect::<Vec<_>>(),
+        wl.spec
+            .pod_sets
+            .iter()
+            .map(|p| (p.name.as_str(), p.count))
+            .collect::<Vec<_>>(),
         vec![("workers", 2)],
         "a pod set per replicated job: 2 replicas x 1 pod"
     );
 
     let winner = running_on(&env, "train", None).await;
     let copy = eventually(WAIT, "the copy started on the winner", || async {
-        env.object(winner, &jobsets, "train").await.filter(|j| !is_suspended(j))
+        env.object(winner, &jobsets, "train")
+            .await
+            .filter(|j| !is_suspended(j))
     })
     .await;
-    assert_eq!(copy.data.pointer("/spec/managedBy"), None, "run by the worker's JobSet controller");
+    assert_eq!(
+        copy.data.pointer("/spec/managedBy"),
+        None,
+        "run by the worker's JobSet controller"
+    );
     assert_eq!(
         copy.labels().get("kueue.x-k8s.io/prebuilt-workload-name"),
         Some(&wl.name_any())
     );
-    assert_eq!(env.holders(&jobsets, "train").await, vec![winner], "no copy on losers");
-    eventually(WAIT, "the manager JobSet unsuspended while admitted", || async {
-        env.object(0, &jobsets, "train").await.filter(|j| !is_suspended(j))
-    })
+    assert_eq!(
+        env.holders(&jobsets, "train").await,
+        vec![winner],
+        "no copy on losers"
+    );
+    eventually(
+        WAIT,
+        "the manager JobSet unsuspended while admitted",
+        || async {
+            env.object(0, &jobsets, "train")
+                .await
+                .filter(|j| !is_suspended(j))
+        },
+    )
     .await;
 
     play_controller(&env, winner, &jobsets, "train", 2, false).await;
@@ -155,18 +199,26 @@ async fn a_winner_evicted_on_its_worker_runs_again_elsewhere() {
         .expect("manager JobSet");
     let first = running_on(&env, "long", None).await;
     eventually(WAIT, "the copy started", || async {
-        env.object(first, &jobsets, "long").await.filter(|j| !is_suspended(j))
+        env.object(first, &jobsets, "long")
+            .await
+            .filter(|j| !is_suspended(j))
     })
     .await;
     // Local work of higher priority takes the whole worker: the copy is preempted there.
-    env.submit_on_worker(first, "local", 4, 1000, json!({})).await.expect("local workload");
+    env.submit_on_worker(first, "local", 4, 1000, json!({}))
+        .await
+        .expect("local workload");
     eventually(WAIT, "the local workload admitted", || async {
-        env.worker_workload(first, "local").await.filter(is_admitted)
+        env.worker_workload(first, "local")
+            .await
+            .filter(is_admitted)
     })
     .await;
     let second = running_on(&env, "long", Some(first)).await;
     eventually(WAIT, "the copy started on the new winner", || async {
-        env.object(second, &jobsets, "long").await.filter(|j| !is_suspended(j))
+        env.object(second, &jobsets, "long")
+            .await
+            .filter(|j| !is_suspended(j))
     })
     .await;
     eventually(WAIT, "only the new winner holds a copy", || async {
@@ -182,18 +234,29 @@ async fn deleting_the_manager_jobset_cleans_every_worker() {
         .await
         .expect("manager JobSet");
     let winner = running_on(&env, "gone", None).await;
-    let workload = workload_of(&env, "gone").await.expect("workload").name_any();
+    let workload = workload_of(&env, "gone")
+        .await
+        .expect("workload")
+        .name_any();
     eventually(WAIT, "the copy on the winner", || async {
         env.object(winner, &jobsets, "gone").await
     })
     .await;
     env.objects(0, &jobsets)
-        .delete("gone", &DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..Default::default() })
+        .delete(
+            "gone",
+            &DeleteParams {
+                propagation_policy: Some(PropagationPolicy::Background),
+                ..Default::default()
+            },
+        )
         .await
         .expect("delete");
     eventually(WAIT, "everything gone on every worker", || async {
         for i in 1..=WORKERS {
-            if env.replica(i, &workload).await.is_some() || env.object(i, &jobsets, "gone").await.is_some() {
+            if env.replica(i, &workload).await.is_some()
+                || env.object(i, &jobsets, "gone").await.is_some()
+            {
                 return None;
             }
         }
@@ -204,7 +267,11 @@ async fn deleting_the_manager_jobset_cleans_every_worker() {
 
 /// The Workload on worker `i` owned by JobSet `name`.
 async fn worker_workload_of(env: &Env, i: usize, name: &str) -> Option<Workload> {
-    let all = env.worker_workloads(i).list(&ListParams::default()).await.ok()?;
+    let all = env
+        .worker_workloads(i)
+        .list(&ListParams::default())
+        .await
+        .ok()?;
     all.items.into_iter().find(|w| {
         w.owner_references()
             .iter()
@@ -223,30 +290,42 @@ async fn preemption_suspends_a_jobset_and_frees_its_quota_only_once_its_jobs_are
         .install_crd_everywhere(&shipped_crd(CRD).expect("CRD"))
         .await
         .expect("JobSet CRD");
-    env.install_worker_queues(1, 4, json!({})).await.expect("queues");
+    env.install_worker_queues(1, 4, json!({}))
+        .await
+        .expect("queues");
     let _worker = env.start_worker(1, "").expect("worker");
     env.create_object(1, &jobsets, queued_jobset("victim", 2, 1, 2, false))
         .await
         .expect("JobSet");
     eventually(WAIT, "the JobSet started", || async {
-        env.object(1, &jobsets, "victim").await.filter(|j| !is_suspended(j))
+        env.object(1, &jobsets, "victim")
+            .await
+            .filter(|j| !is_suspended(j))
     })
     .await;
-    let wl = worker_workload_of(&env, 1, "victim").await.expect("its Workload");
+    let wl = worker_workload_of(&env, 1, "victim")
+        .await
+        .expect("its Workload");
     assert_eq!(wl.spec.pod_sets[0].count, 2);
     play_controller(&env, 1, &jobsets, "victim", 2, false).await;
 
-    env.submit_on_worker(1, "urgent", 4, 1000, json!({})).await.expect("urgent");
+    env.submit_on_worker(1, "urgent", 4, 1000, json!({}))
+        .await
+        .expect("urgent");
     // The shim saw the eviction: the JobSet is suspended ...
     eventually(WAIT, "the victim JobSet suspended", || async {
         env.object(1, &jobsets, "victim").await.filter(is_suspended)
     })
     .await;
     // ... but its Jobs are still active: the quota stays with it.
-    let held = worker_workload_of(&env, 1, "victim").await.expect("workload");
+    let held = worker_workload_of(&env, 1, "victim")
+        .await
+        .expect("workload");
     assert!(holds_quota(&held), "released while Jobs are active");
     assert!(
-        env.worker_workload(1, "urgent").await.is_some_and(|w| !is_admitted(&w)),
+        env.worker_workload(1, "urgent")
+            .await
+            .is_some_and(|w| !is_admitted(&w)),
         "the preemptor admitted before the victim's Jobs stopped"
     );
     // The JobSet controller reports its Jobs gone: the quota goes, the preemptor runs.
@@ -255,7 +334,9 @@ async fn preemption_suspends_a_jobset_and_frees_its_quota_only_once_its_jobs_are
         env.worker_workload(1, "urgent").await.filter(is_admitted)
     })
     .await;
-    let released = worker_workload_of(&env, 1, "victim").await.expect("workload");
+    let released = worker_workload_of(&env, 1, "victim")
+        .await
+        .expect("workload");
     assert!(!holds_quota(&released));
 }
 
@@ -271,9 +352,12 @@ async fn the_charts_policy_suspends_a_queued_jobset_created_unsuspended() {
         "baton",
         "baton-system",
         &[
-            "--set", "mode=worker",
-            "--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy",
-            "--api-versions", "jobset.x-k8s.io/v1alpha2/JobSet",
+            "--set",
+            "mode=worker",
+            "--api-versions",
+            "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy",
+            "--api-versions",
+            "jobset.x-k8s.io/v1alpha2/JobSet",
         ],
     )
     .expect("render");
@@ -281,28 +365,43 @@ async fn the_charts_policy_suspends_a_queued_jobset_created_unsuspended() {
         .into_iter()
         .filter(|d| baton_e2e::chart::component(d) == "job-admission")
         .collect();
-    let cluster = TestCluster::start_named("jobset-policy").await.expect("start");
+    let cluster = TestCluster::start_named("jobset-policy")
+        .await
+        .expect("start");
     let ns = "team-a";
     cluster
-        .apply_object("", "v1", "namespaces", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+        .apply_object(
+            "",
+            "v1",
+            "namespaces",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        )
         .expect("namespace");
     let client = cluster.client().expect("client");
-    let jobsets = install_crd(&client, &shipped_crd(CRD).expect("CRD")).await.expect("CRD");
-    baton_e2e::chart::install(&client, &policies).await.expect("policies");
+    let jobsets = install_crd(&client, &shipped_crd(CRD).expect("CRD"))
+        .await
+        .expect("CRD");
+    baton_e2e::chart::install(&client, &policies)
+        .await
+        .expect("policies");
     let api = kube::Api::<kube::api::DynamicObject>::namespaced_with(client.clone(), ns, &jobsets);
     let attempts = std::sync::atomic::AtomicUsize::new(0);
     // Policies take effect once loaded: probe until one comes back suspended.
-    eventually(WAIT, "a queued JobSet created unsuspended comes back suspended", || async {
-        let n = attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut doc = queued_jobset(&format!("probe-{n}"), 1, 1, 1, false);
-        doc["spec"]["suspend"] = json!(false);
-        doc["metadata"]["namespace"] = json!(ns);
-        let obj: kube::api::DynamicObject = serde_json::from_value(doc).expect("doc");
-        match api.create(&Default::default(), &obj).await {
-            Ok(created) => is_suspended(&created),
-            Err(e) => panic!("creating a probe JobSet: {e}"),
-        }
-    })
+    eventually(
+        WAIT,
+        "a queued JobSet created unsuspended comes back suspended",
+        || async {
+            let n = attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mut doc = queued_jobset(&format!("probe-{n}"), 1, 1, 1, false);
+            doc["spec"]["suspend"] = json!(false);
+            doc["metadata"]["namespace"] = json!(ns);
+            let obj: kube::api::DynamicObject = serde_json::from_value(doc).expect("doc");
+            match api.create(&Default::default(), &obj).await {
+                Ok(created) => is_suspended(&created),
+                Err(e) => panic!("creating a probe JobSet: {e}"),
+            }
+        },
+    )
     .await;
     // Unqueued JobSets are left alone.
     let mut doc = queued_jobset("free", 1, 1, 1, false);
@@ -310,6 +409,9 @@ async fn the_charts_policy_suspends_a_queued_jobset_created_unsuspended() {
     doc["metadata"]["namespace"] = json!(ns);
     doc["metadata"]["labels"] = json!({"app": "free"});
     let obj: kube::api::DynamicObject = serde_json::from_value(doc).expect("doc");
-    let created = api.create(&Default::default(), &obj).await.expect("unqueued");
+    let created = api
+        .create(&Default::default(), &obj)
+        .await
+        .expect("unqueued");
     assert!(!is_suspended(&created), "an unqueued JobSet is not Baton's");
 }
