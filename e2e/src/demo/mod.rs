@@ -6,6 +6,7 @@ pub mod binary;
 pub mod controllers;
 pub mod guide;
 pub mod jobs;
+pub mod kinds;
 pub mod observe;
 pub mod outcome;
 pub mod ready;
