@@ -1,7 +1,7 @@
 //! JobSets (`jobset.x-k8s.io/v1alpha2`, the CRD as the JobSet project ships it) end to end
-//! with the real `baton manager` and real `baton worker` shims (issue 27). Where the testbed
-//! has no JobSet controller, the test plays it: it writes the JobSet status a JobSet
-//! controller would (`replicatedJobsStatus`, the `Completed` condition). What is checked:
+//! with the real `baton manager` and real `baton worker` shims (issue 27), on the testbed's
+//! stand-in JobSet controller (child Jobs, their pods through the job controller and kubelet
+//! models, `replicatedJobsStatus` and conditions). What is checked:
 //!
 //! - a JobSet applied on the manager gets a manager Workload with a pod set per replicated
 //!   job, runs on exactly one worker (its copy without `managedBy`, bound to the replica,
@@ -21,7 +21,9 @@ use baton_crds::constants::condition;
 use baton_crds::workload::Workload;
 use baton_e2e::harness::eventually;
 use baton_e2e::harness::process::BatonProcess;
-use baton_e2e::integrations::{install_crd, is_suspended, queued_jobset, shipped_crd};
+use baton_e2e::integrations::{
+    Timing, install_crd, is_suspended, queued_jobset, shipped_crd, timed_jobset,
+};
 use baton_e2e::multikueue::Env;
 use baton_e2e::workers::is_admitted;
 use kube::ResourceExt;
@@ -79,37 +81,19 @@ async fn running_on(env: &Env, name: &str, not: Option<usize>) -> usize {
     .await
 }
 
-/// Writes the status a JobSet controller would: `active` Jobs of replicated job `workers`,
-/// and the `Completed` condition when `completed`.
-async fn play_controller(
-    env: &Env,
-    i: usize,
-    jobsets: &ApiResource,
-    name: &str,
-    active: i64,
-    completed: bool,
-) {
-    let mut status = json!({"replicatedJobsStatus": [
-        {"name": "workers", "active": active, "ready": active, "succeeded": if completed { 2 } else { 0 },
-         "failed": 0, "suspended": 0}]});
-    if completed {
-        status["conditions"] = json!([{"type": "Completed", "status": "True", "reason": "AllJobsCompleted",
-            "message": "jobset completed successfully", "lastTransitionTime": "2026-01-01T00:00:00Z"}]);
-    }
-    env.objects(i, jobsets)
-        .patch_status(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"status": status})),
-        )
-        .await
-        .expect("JobSet status");
+/// The selector of JobSet `name`'s pods.
+fn pods_of(name: &str) -> String {
+    format!("jobset.sigs.k8s.io/jobset-name={name}")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jobset_runs_on_exactly_one_worker_and_its_status_follows() {
     let (env, _processes, jobsets) = environment().await;
-    env.create_object(0, &jobsets, queued_jobset("train", 2, 1, 2, true))
+    let quick = Timing {
+        run_seconds: 4,
+        grace_seconds: 0,
+    };
+    env.create_object(0, &jobsets, timed_jobset("train", 2, 1, 2, true, quick))
         .await
         .expect("manager JobSet");
     let wl = eventually(WAIT, "the manager Workload", || async {
@@ -163,14 +147,22 @@ async fn a_jobset_runs_on_exactly_one_worker_and_its_status_follows() {
     )
     .await;
 
-    play_controller(&env, winner, &jobsets, "train", 2, false).await;
+    eventually(WAIT, "2 pods running on the winner", || async {
+        (env.pods(winner, &pods_of("train")).await.len() == 2).then_some(())
+    })
+    .await;
+    for i in (1..=WORKERS).filter(|&i| i != winner) {
+        assert!(
+            env.pods(i, &pods_of("train")).await.is_empty(),
+            "pods on a loser"
+        );
+    }
     eventually(WAIT, "the manager JobSet shows 2 active Jobs", || async {
         let obj = env.object(0, &jobsets, "train").await?;
         (obj.data.pointer("/status/replicatedJobsStatus/0/active") == Some(&json!(2))).then_some(())
     })
     .await;
 
-    play_controller(&env, winner, &jobsets, "train", 0, true).await;
     eventually(WAIT, "the manager JobSet completed", || async {
         let obj = env.object(0, &jobsets, "train").await?;
         let conditions = obj.data.pointer("/status/conditions")?.as_array()?.clone();
@@ -284,7 +276,7 @@ fn holds_quota(wl: &Workload) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn preemption_suspends_a_jobset_and_frees_its_quota_only_once_its_jobs_are_idle() {
+async fn preemption_suspends_a_jobset_and_frees_its_quota_only_once_its_pods_are_gone() {
     let mut env = Env::start(1).await.expect("env");
     let jobsets = env
         .install_crd_everywhere(&shipped_crd(CRD).expect("CRD"))
@@ -294,46 +286,62 @@ async fn preemption_suspends_a_jobset_and_frees_its_quota_only_once_its_jobs_are
         .await
         .expect("queues");
     let _worker = env.start_worker(1, "").expect("worker");
-    env.create_object(1, &jobsets, queued_jobset("victim", 2, 1, 2, false))
-        .await
-        .expect("JobSet");
-    eventually(WAIT, "the JobSet started", || async {
-        env.object(1, &jobsets, "victim")
+    // Pods that take 3 s to stop once deleted.
+    let slow_stop = Timing {
+        run_seconds: 600,
+        grace_seconds: 3,
+    };
+    env.create_object(
+        1,
+        &jobsets,
+        timed_jobset("victim", 2, 1, 2, false, slow_stop),
+    )
+    .await
+    .expect("JobSet");
+    eventually(WAIT, "the JobSet's 2 pods running", || async {
+        let started = env
+            .object(1, &jobsets, "victim")
             .await
-            .filter(|j| !is_suspended(j))
+            .is_some_and(|j| !is_suspended(&j));
+        (started && env.pods(1, &pods_of("victim")).await.len() == 2).then_some(())
     })
     .await;
     let wl = worker_workload_of(&env, 1, "victim")
         .await
         .expect("its Workload");
     assert_eq!(wl.spec.pod_sets[0].count, 2);
-    play_controller(&env, 1, &jobsets, "victim", 2, false).await;
 
     env.submit_on_worker(1, "urgent", 4, 1000, json!({}))
         .await
         .expect("urgent");
-    // The shim saw the eviction: the JobSet is suspended ...
     eventually(WAIT, "the victim JobSet suspended", || async {
         env.object(1, &jobsets, "victim").await.filter(is_suspended)
     })
     .await;
-    // ... but its Jobs are still active: the quota stays with it.
-    let held = worker_workload_of(&env, 1, "victim")
-        .await
-        .expect("workload");
-    assert!(holds_quota(&held), "released while Jobs are active");
-    assert!(
-        env.worker_workload(1, "urgent")
-            .await
-            .is_some_and(|w| !is_admitted(&w)),
-        "the preemptor admitted before the victim's Jobs stopped"
-    );
-    // The JobSet controller reports its Jobs gone: the quota goes, the preemptor runs.
-    play_controller(&env, 1, &jobsets, "victim", 0, false).await;
+    // Until the preemptor is admitted, every look checks that it was not admitted while a
+    // victim pod was still there (the pods cannot come back: the JobSet is suspended).
+    let saw_pods = std::sync::atomic::AtomicBool::new(false);
     eventually(WAIT, "the preemptor admitted", || async {
-        env.worker_workload(1, "urgent").await.filter(is_admitted)
+        let admitted = env
+            .worker_workload(1, "urgent")
+            .await
+            .is_some_and(|w| is_admitted(&w));
+        let pods = env.pods(1, &pods_of("victim")).await;
+        assert!(
+            !admitted || pods.is_empty(),
+            "the preemptor was admitted while {} victim pods remained",
+            pods.len()
+        );
+        if !pods.is_empty() {
+            saw_pods.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        admitted
     })
     .await;
+    assert!(
+        saw_pods.load(std::sync::atomic::Ordering::Relaxed),
+        "the victim's pods were never seen stopping (the check saw nothing)"
+    );
     let released = worker_workload_of(&env, 1, "victim")
         .await
         .expect("workload");

@@ -1,14 +1,13 @@
 //! RayJobs (`ray.io/v1`, the CRD as KubeRay ships it) end to end with the real `baton
-//! manager` and real `baton worker` shims (issue 27). Where the testbed runs no KubeRay
-//! controller, the test plays it, writing `status.jobDeploymentStatus` and `jobStatus` as
-//! KubeRay would. What is checked:
+//! manager` and real `baton worker` shims (issue 27), on the testbed's stand-in KubeRay
+//! controller (head and worker pods, `jobDeploymentStatus` and `jobStatus`). What is checked:
 //!
 //! - a RayJob applied on the manager gets a Workload with pod sets `head` (1) and one per
 //!   worker group, runs on exactly one worker (started there by the worker's integration),
 //!   its `jobStatus` and `jobDeploymentStatus` are mirrored on the manager, and its completion
 //!   finishes the workload and removes the copy; deleting another one cleans every worker;
-//! - on a worker, preemption suspends the victim RayJob, and its quota is freed only once
-//!   KubeRay reports the deployment `Suspended` (its cluster gone).
+//! - on a worker, preemption suspends the victim RayJob, and its quota is freed only once its
+//!   pods are gone (KubeRay reports `Suspending`, then `Suspended`).
 
 use std::time::Duration;
 
@@ -16,11 +15,11 @@ use baton_crds::conditions::is_condition_true;
 use baton_crds::constants::condition;
 use baton_crds::workload::Workload;
 use baton_e2e::harness::eventually;
-use baton_e2e::integrations::{is_suspended, queued_rayjob, shipped_crd};
+use baton_e2e::integrations::{LONG, Timing, is_suspended, queued_rayjob, shipped_crd};
 use baton_e2e::multikueue::Env;
 use baton_e2e::workers::is_admitted;
 use kube::ResourceExt;
-use kube::api::{ApiResource, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{DeleteParams, ListParams};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(40);
@@ -36,25 +35,8 @@ async fn workload_owned(api: &kube::Api<Workload>, name: &str) -> Option<Workloa
     })
 }
 
-/// Writes the status KubeRay would.
-async fn play_kuberay(
-    env: &Env,
-    i: usize,
-    rayjobs: &ApiResource,
-    name: &str,
-    deployment: &str,
-    job: &str,
-) {
-    let status = json!({"jobDeploymentStatus": deployment, "jobStatus": job});
-    env.objects(i, rayjobs)
-        .patch_status(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"status": status})),
-        )
-        .await
-        .expect("RayJob status");
-}
+/// The selector of RayJob pods (head and workers).
+const RAY_PODS: &str = "ray.io/node-type";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rayjob_runs_on_exactly_one_worker_and_its_status_follows() {
@@ -71,9 +53,22 @@ async fn a_rayjob_runs_on_exactly_one_worker_and_its_status_follows() {
         processes.push(env.start_worker(i, "").expect("worker"));
     }
     processes.push(env.start_manager("gcInterval: 1s\n").expect("manager"));
-    env.create_object(0, &rayjobs, queued_rayjob("ray", 2, 1, true))
-        .await
-        .expect("manager RayJob");
+    env.create_object(
+        0,
+        &rayjobs,
+        queued_rayjob(
+            "ray",
+            2,
+            1,
+            true,
+            Timing {
+                run_seconds: 4,
+                grace_seconds: 0,
+            },
+        ),
+    )
+    .await
+    .expect("manager RayJob");
     let wl = eventually(WAIT, "the manager Workload", || async {
         workload_owned(&env.manager_workloads(), "ray").await
     })
@@ -107,7 +102,14 @@ async fn a_rayjob_runs_on_exactly_one_worker_and_its_status_follows() {
         "no copy on the loser"
     );
 
-    play_kuberay(&env, winner, &rayjobs, "ray", "Running", "RUNNING").await;
+    eventually(WAIT, "head and 2 workers running on the winner", || async {
+        (env.pods(winner, RAY_PODS).await.len() == 3).then_some(())
+    })
+    .await;
+    assert!(
+        env.pods(3 - winner, RAY_PODS).await.is_empty(),
+        "pods on the loser"
+    );
     eventually(WAIT, "the manager RayJob shows Running", || async {
         let obj = env.object(0, &rayjobs, "ray").await?;
         (obj.data.pointer("/status/jobDeploymentStatus") == Some(&json!("Running"))
@@ -115,7 +117,6 @@ async fn a_rayjob_runs_on_exactly_one_worker_and_its_status_follows() {
         .then_some(())
     })
     .await;
-    play_kuberay(&env, winner, &rayjobs, "ray", "Complete", "SUCCEEDED").await;
     eventually(WAIT, "the manager workload finished", || async {
         let status = workload_owned(&env.manager_workloads(), "ray")
             .await?
@@ -136,7 +137,7 @@ async fn a_rayjob_runs_on_exactly_one_worker_and_its_status_follows() {
     .await;
 
     // Deleting a running one cleans every worker.
-    env.create_object(0, &rayjobs, queued_rayjob("gone", 1, 1, true))
+    env.create_object(0, &rayjobs, queued_rayjob("gone", 1, 1, true, LONG))
         .await
         .expect("second RayJob");
     let name = eventually(WAIT, "its copy somewhere", || async {
@@ -162,7 +163,7 @@ async fn a_rayjob_runs_on_exactly_one_worker_and_its_status_follows() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn preemption_suspends_a_rayjob_and_frees_its_quota_once_its_cluster_is_gone() {
+async fn preemption_suspends_a_rayjob_and_frees_its_quota_only_once_its_pods_are_gone() {
     let mut env = Env::start(1).await.expect("env");
     let rayjobs = env
         .install_crd_everywhere(&shipped_crd(CRD).expect("CRD"))
@@ -172,16 +173,21 @@ async fn preemption_suspends_a_rayjob_and_frees_its_quota_once_its_cluster_is_go
         .await
         .expect("queues");
     let _worker = env.start_worker(1, "").expect("worker");
-    env.create_object(1, &rayjobs, queued_rayjob("victim", 1, 3, false))
+    let slow_stop = Timing {
+        run_seconds: 600,
+        grace_seconds: 3,
+    };
+    env.create_object(1, &rayjobs, queued_rayjob("victim", 1, 1, false, slow_stop))
         .await
         .expect("RayJob");
-    eventually(WAIT, "the RayJob started", || async {
-        env.object(1, &rayjobs, "victim")
+    eventually(WAIT, "the RayJob's head and worker running", || async {
+        let started = env
+            .object(1, &rayjobs, "victim")
             .await
-            .filter(|j| !is_suspended(j))
+            .is_some_and(|j| !is_suspended(&j));
+        (started && env.pods(1, RAY_PODS).await.len() == 2).then_some(())
     })
     .await;
-    play_kuberay(&env, 1, &rayjobs, "victim", "Running", "RUNNING").await;
     env.submit_on_worker(1, "urgent", 4, 1000, json!({}))
         .await
         .expect("urgent");
@@ -189,22 +195,26 @@ async fn preemption_suspends_a_rayjob_and_frees_its_quota_once_its_cluster_is_go
         env.object(1, &rayjobs, "victim").await.filter(is_suspended)
     })
     .await;
-    // KubeRay still tears the cluster down: the quota stays.
-    let held = workload_owned(&env.worker_workloads(1), "victim")
-        .await
-        .expect("workload");
-    assert!(
-        held.status.as_ref().is_some_and(|s| s.admission.is_some()),
-        "released too early"
-    );
-    assert!(
-        env.worker_workload(1, "urgent")
-            .await
-            .is_some_and(|w| !is_admitted(&w))
-    );
-    play_kuberay(&env, 1, &rayjobs, "victim", "Suspended", "STOPPED").await;
+    let saw_pods = std::sync::atomic::AtomicBool::new(false);
     eventually(WAIT, "the preemptor admitted", || async {
-        env.worker_workload(1, "urgent").await.filter(is_admitted)
+        let admitted = env
+            .worker_workload(1, "urgent")
+            .await
+            .is_some_and(|w| is_admitted(&w));
+        let pods = env.pods(1, RAY_PODS).await;
+        assert!(
+            !admitted || pods.is_empty(),
+            "the preemptor was admitted while {} victim pods remained",
+            pods.len()
+        );
+        if !pods.is_empty() {
+            saw_pods.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        admitted
     })
     .await;
+    assert!(
+        saw_pods.load(std::sync::atomic::Ordering::Relaxed),
+        "the victim's pods were never seen stopping (the check saw nothing)"
+    );
 }

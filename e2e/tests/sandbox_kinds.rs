@@ -62,7 +62,11 @@ async fn one_cluster_preempts_with_orchestration_and_every_one_without(kind: Dem
         "{kind:?} orchestrated: only the worker it runs on preempts: {on:?}"
     );
     assert!(on.wasted().is_empty(), "{kind:?}: {on:?}");
-    assert_eq!(on.evicted_on(&on.placed).len(), 1, "{kind:?}: one filler of two pods: {on:?}");
+    assert_eq!(
+        on.evicted_on(&on.placed).len(),
+        1,
+        "{kind:?}: one filler of two pods: {on:?}"
+    );
     let off = play(kind, false).await;
     assert_eq!(
         off.preempting_clusters(),
@@ -127,7 +131,10 @@ async fn the_sandbox_binary_plays_the_demo_with_a_kind() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
     let _ = child.wait();
     for expected in [
         "Installed the JobSet, Kubeflow Trainer and KubeRay CRDs",

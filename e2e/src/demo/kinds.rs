@@ -144,15 +144,20 @@ impl DemoKind {
         let int = |v: &Value| i32::try_from(v.as_i64().unwrap_or(0)).unwrap_or(0);
         let suspended = obj["spec"]["suspend"] == true;
         let all_ready = |list: &Value| {
-            list.as_array()
-                .is_some_and(|l| !l.is_empty() && l.iter().all(|s| int(&s["ready"]) > 0 && int(&s["suspended"]) == 0))
+            list.as_array().is_some_and(|l| {
+                !l.is_empty()
+                    && l.iter()
+                        .all(|s| int(&s["ready"]) > 0 && int(&s["suspended"]) == 0)
+            })
         };
         let (running, terminating) = match self {
-            DemoKind::Job => return JobSeen {
-                suspended,
-                active: int(&status["active"]),
-                terminating: int(&status["terminating"]),
-            },
+            DemoKind::Job => {
+                return JobSeen {
+                    suspended,
+                    active: int(&status["active"]),
+                    terminating: int(&status["terminating"]),
+                };
+            }
             DemoKind::JobSet => (all_ready(&status["replicatedJobsStatus"]), false),
             DemoKind::TrainJob => (all_ready(&status["jobsStatus"]), false),
             DemoKind::RayJob => (
@@ -198,7 +203,12 @@ mod tests {
         }
     }
 
-    const ALL: [DemoKind; 4] = [DemoKind::Job, DemoKind::JobSet, DemoKind::TrainJob, DemoKind::RayJob];
+    const ALL: [DemoKind; 4] = [
+        DemoKind::Job,
+        DemoKind::JobSet,
+        DemoKind::TrainJob,
+        DemoKind::RayJob,
+    ];
 
     #[test]
     fn every_kind_is_queued_suspended_and_classed() {
@@ -219,11 +229,17 @@ mod tests {
     fn every_kind_runs_two_pods_of_one_cpu() {
         let js = DemoKind::JobSet.document(&shape(false));
         assert_eq!(js["spec"]["replicatedJobs"][0]["replicas"], 2);
-        assert_eq!(js["spec"]["replicatedJobs"][0]["template"]["spec"]["parallelism"], 1);
+        assert_eq!(
+            js["spec"]["replicatedJobs"][0]["template"]["spec"]["parallelism"],
+            1
+        );
         let tj = DemoKind::TrainJob.document(&shape(false));
         assert_eq!(tj["spec"]["trainer"]["numNodes"], 2);
         let rj = DemoKind::RayJob.document(&shape(false));
-        assert_eq!(rj["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["replicas"], 1, "and a head");
+        assert_eq!(
+            rj["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["replicas"], 1,
+            "and a head"
+        );
         let job = DemoKind::Job.document(&shape(false));
         assert_eq!(job["spec"]["parallelism"], 2);
         assert_eq!(training_runtime(3)["metadata"]["name"], RUNTIME);
@@ -241,7 +257,8 @@ mod tests {
         assert_eq!(seen.active, 0);
         let tj = json!({"spec": {}, "status": {"jobsStatus": [{"name": "node", "ready": 1, "suspended": 0}]}});
         assert_eq!(DemoKind::TrainJob.seen(&tj, 2).active, 2);
-        let rj = json!({"spec": {"suspend": true}, "status": {"jobDeploymentStatus": "Suspending"}});
+        let rj =
+            json!({"spec": {"suspend": true}, "status": {"jobDeploymentStatus": "Suspending"}});
         assert_eq!(DemoKind::RayJob.seen(&rj, 2).terminating, 1);
         let job = json!({"spec": {}, "status": {"active": 1, "terminating": 1}});
         let seen = DemoKind::Job.seen(&job, 2);

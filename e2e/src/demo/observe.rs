@@ -132,7 +132,10 @@ impl Observer {
                 .flatten()
                 .any(|o| o.controller == Some(true) && o.uid == uid)
         };
-        if self.workload.is_none() && cluster == MANAGER && self.owner_uid.as_deref().is_some_and(owned) {
+        if self.workload.is_none()
+            && cluster == MANAGER
+            && self.owner_uid.as_deref().is_some_and(owned)
+        {
             self.workload = Some(wl.name_any());
         }
     }

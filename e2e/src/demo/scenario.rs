@@ -133,7 +133,13 @@ async fn fill_workers(
         for j in 1..=fillers {
             api.create(&PostParams::default(), &filler_of(kind, j, filler_pods)?)
                 .await
-                .with_context(|| format!("create {} {} on {name}", kind.api_resource().kind, filler_name(j)))?;
+                .with_context(|| {
+                    format!(
+                        "create {} {} on {name}",
+                        kind.api_resource().kind,
+                        filler_name(j)
+                    )
+                })?;
         }
         apis.push((name.clone(), api));
     }

@@ -64,7 +64,10 @@ pub fn load_crds(dir: &Path) -> Result<Vec<CustomResourceDefinition>, Integratio
         };
         let docs: Vec<serde_json::Value> =
             serde_saphyr::from_multiple(&read(&path)?).map_err(|e| parse_err(e.to_string()))?;
-        for doc in docs.into_iter().filter(|d| d["kind"] == "CustomResourceDefinition") {
+        for doc in docs
+            .into_iter()
+            .filter(|d| d["kind"] == "CustomResourceDefinition")
+        {
             out.push(serde_json::from_value(doc).map_err(|e| parse_err(e.to_string()))?);
         }
     }
@@ -81,7 +84,10 @@ mod tests {
     #[test]
     fn the_shared_crds_are_the_three_kinds_and_their_helpers() {
         let crds = load_crds(&crds_dir()).unwrap();
-        let mut names: Vec<String> = crds.iter().filter_map(|c| c.metadata.name.clone()).collect();
+        let mut names: Vec<String> = crds
+            .iter()
+            .filter_map(|c| c.metadata.name.clone())
+            .collect();
         names.sort();
         assert_eq!(
             names,
@@ -99,6 +105,9 @@ mod tests {
     #[test]
     fn a_directory_without_crds_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(matches!(load_crds(dir.path()), Err(IntegrationsError::Empty(_))));
+        assert!(matches!(
+            load_crds(dir.path()),
+            Err(IntegrationsError::Empty(_))
+        ));
     }
 }

@@ -52,7 +52,9 @@ async fn run<H: Host>(state: Weak<H>, mut changes: tokio::sync::broadcast::Recei
         let wake = pass(&mut strong.store(), Timestamp::now());
         drop(strong);
         let sleep = wake
-            .map(|t| Duration::try_from(t.duration_since(Timestamp::now())).unwrap_or(Duration::ZERO))
+            .map(|t| {
+                Duration::try_from(t.duration_since(Timestamp::now())).unwrap_or(Duration::ZERO)
+            })
             .unwrap_or(IDLE);
         let timer = tokio::time::sleep(sleep);
         tokio::pin!(timer);
@@ -79,7 +81,10 @@ fn writer(manager: &str, status: bool) -> WriteOpts {
 }
 
 fn values(store: &Store, rt: &ResourceType) -> Vec<Value> {
-    store.list(&rt.table, None, None).map(|s| s.value()).collect()
+    store
+        .list(&rt.table, None, None)
+        .map(|s| s.value())
+        .collect()
 }
 
 /// One pass of every stand-in at `now`. Returns when to look again.
@@ -90,13 +95,19 @@ pub fn pass(store: &mut Store, now: Timestamp) -> Option<Timestamp> {
     let jobs = rt(store, "batch", "v1", "jobs");
     let pods = rt(store, "", "v1", "pods");
     let jobsets = rt(store, jobset::GROUP, jobset::VERSION, jobset::PLURAL);
-    if let (Some(tj), Some(js)) = (rt(store, trainjob::GROUP, trainjob::VERSION, trainjob::PLURAL), &jobsets) {
+    if let (Some(tj), Some(js)) = (
+        rt(store, trainjob::GROUP, trainjob::VERSION, trainjob::PLURAL),
+        &jobsets,
+    ) {
         trainjobs(store, &tj, js, now);
     }
     if let (Some(js), Some(jobs)) = (&jobsets, &jobs) {
         jobsets_pass(store, js, jobs, now);
     }
-    match (rt(store, rayjob::GROUP, rayjob::VERSION, rayjob::PLURAL), &pods) {
+    match (
+        rt(store, rayjob::GROUP, rayjob::VERSION, rayjob::PLURAL),
+        &pods,
+    ) {
         (Some(rj), Some(pods)) => rayjobs(store, &rj, pods, now),
         _ => None,
     }
@@ -106,7 +117,11 @@ pub fn pass(store: &mut Store, now: Timestamp) -> Option<Timestamp> {
 fn by_owner(children: &[Value]) -> HashMap<(String, String), Vec<&Value>> {
     let mut out: HashMap<(String, String), Vec<&Value>> = HashMap::new();
     for child in children {
-        for r in child["metadata"]["ownerReferences"].as_array().into_iter().flatten() {
+        for r in child["metadata"]["ownerReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             if let (true, Some(uid)) = (r["controller"] == true, r["uid"].as_str()) {
                 out.entry((namespace_of(child).to_string(), uid.to_string()))
                     .or_default()
@@ -125,7 +140,14 @@ fn owned<'a>(index: &HashMap<(String, String), Vec<&'a Value>>, owner: &Value) -
 }
 
 fn create(store: &mut Store, rt: &Arc<ResourceType>, ns: &str, body: Value, manager: &str) {
-    if let Err(e) = ops::create(store, rt, Some(ns), body, &writer(manager, false), Operation::Update) {
+    if let Err(e) = ops::create(
+        store,
+        rt,
+        Some(ns),
+        body,
+        &writer(manager, false),
+        Operation::Update,
+    ) {
         tracing::debug!(kind = %rt.kind, error = %e, "stand-in: object not created");
     }
 }
@@ -153,14 +175,31 @@ fn modify(
     }
 }
 
-fn write_status(store: &mut Store, rt: &Arc<ResourceType>, owner: &Value, status: Value, manager: &str) {
+fn write_status(
+    store: &mut Store,
+    rt: &Arc<ResourceType>,
+    owner: &Value,
+    status: Value,
+    manager: &str,
+) {
     let key = (namespace_of(owner), name_of(owner), Some(uid_of(owner)));
     modify(store, rt, key, manager, true, |obj| obj["status"] = status);
 }
 
-fn trainjobs(store: &mut Store, tj_rt: &Arc<ResourceType>, js_rt: &Arc<ResourceType>, now: Timestamp) {
-    let cluster_runtimes = store.registry.get(trainjob::GROUP, trainjob::VERSION, trainjob::CLUSTER_RUNTIMES);
-    let runtimes = store.registry.get(trainjob::GROUP, trainjob::VERSION, trainjob::RUNTIMES);
+fn trainjobs(
+    store: &mut Store,
+    tj_rt: &Arc<ResourceType>,
+    js_rt: &Arc<ResourceType>,
+    now: Timestamp,
+) {
+    let cluster_runtimes = store.registry.get(
+        trainjob::GROUP,
+        trainjob::VERSION,
+        trainjob::CLUSTER_RUNTIMES,
+    );
+    let runtimes = store
+        .registry
+        .get(trainjob::GROUP, trainjob::VERSION, trainjob::RUNTIMES);
     let jobsets = values(store, js_rt);
     for tj in values(store, tj_rt) {
         let ns = namespace_of(&tj).to_string();
@@ -168,9 +207,9 @@ fn trainjobs(store: &mut Store, tj_rt: &Arc<ResourceType>, js_rt: &Arc<ResourceT
             Some(trainjob::RuntimeRef::Cluster(n)) => cluster_runtimes
                 .as_ref()
                 .and_then(|rt| store.get(&rt.table, "", &n)),
-            Some(trainjob::RuntimeRef::Namespaced(n)) => {
-                runtimes.as_ref().and_then(|rt| store.get(&rt.table, &ns, &n))
-            }
+            Some(trainjob::RuntimeRef::Namespaced(n)) => runtimes
+                .as_ref()
+                .and_then(|rt| store.get(&rt.table, &ns, &n)),
             None => None,
         }
         .map(|s| s.value());
@@ -195,7 +234,12 @@ fn trainjobs(store: &mut Store, tj_rt: &Arc<ResourceType>, js_rt: &Arc<ResourceT
     }
 }
 
-fn jobsets_pass(store: &mut Store, js_rt: &Arc<ResourceType>, job_rt: &Arc<ResourceType>, now: Timestamp) {
+fn jobsets_pass(
+    store: &mut Store,
+    js_rt: &Arc<ResourceType>,
+    job_rt: &Arc<ResourceType>,
+    now: Timestamp,
+) {
     let jobs = values(store, job_rt);
     let index = by_owner(&jobs);
     for js in values(store, js_rt) {
@@ -208,22 +252,43 @@ fn jobsets_pass(store: &mut Store, js_rt: &Arc<ResourceType>, job_rt: &Arc<Resou
         for write in plan.writes {
             match write {
                 jobset::ChildWrite::Suspend(name) => {
-                    modify(store, job_rt, (&ns, &name, None), JOBSET_MANAGER, false, |job| {
-                        job["spec"]["suspend"] = true.into();
-                    });
+                    modify(
+                        store,
+                        job_rt,
+                        (&ns, &name, None),
+                        JOBSET_MANAGER,
+                        false,
+                        |job| {
+                            job["spec"]["suspend"] = true.into();
+                        },
+                    );
                 }
                 jobset::ChildWrite::ClearStartTime(name) => {
-                    modify(store, job_rt, (&ns, &name, None), JOBSET_MANAGER, true, |job| {
-                        if let Some(s) = job["status"].as_object_mut() {
-                            s.remove("startTime");
-                        }
-                    });
+                    modify(
+                        store,
+                        job_rt,
+                        (&ns, &name, None),
+                        JOBSET_MANAGER,
+                        true,
+                        |job| {
+                            if let Some(s) = job["status"].as_object_mut() {
+                                s.remove("startTime");
+                            }
+                        },
+                    );
                 }
                 jobset::ChildWrite::Resume(name, directives) => {
-                    modify(store, job_rt, (&ns, &name, None), JOBSET_MANAGER, false, |job| {
-                        directives.apply(job);
-                        job["spec"]["suspend"] = false.into();
-                    });
+                    modify(
+                        store,
+                        job_rt,
+                        (&ns, &name, None),
+                        JOBSET_MANAGER,
+                        false,
+                        |job| {
+                            directives.apply(job);
+                            job["spec"]["suspend"] = false.into();
+                        },
+                    );
                 }
             }
         }

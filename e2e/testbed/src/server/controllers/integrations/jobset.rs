@@ -94,11 +94,19 @@ fn merge_into(target: &mut Value, extra: &Map<String, Value>) {
 }
 
 /// The labels (and annotations) JobSet puts on a child Job and its pods.
-fn jobset_labels(jobset: &Value, r: &Replicated<'_>, index: i64, global: i64) -> Map<String, Value> {
+fn jobset_labels(
+    jobset: &Value,
+    r: &Replicated<'_>,
+    index: i64,
+    global: i64,
+) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert(JOBSET_NAME_LABEL.into(), json!(name_of(jobset)));
     m.insert(REPLICATED_JOB_NAME_LABEL.into(), json!(r.name));
-    m.insert(REPLICATED_JOB_REPLICAS_LABEL.into(), json!(r.replicas.to_string()));
+    m.insert(
+        REPLICATED_JOB_REPLICAS_LABEL.into(),
+        json!(r.replicas.to_string()),
+    );
     m.insert(JOB_INDEX_LABEL.into(), json!(index.to_string()));
     m.insert(JOB_GLOBAL_INDEX_LABEL.into(), json!(global.to_string()));
     m
@@ -215,8 +223,7 @@ pub fn is_finished(jobset: &Value) -> bool {
 /// The JobSet controller's sync of `jobset`, whose Jobs (those it controls) are `children`.
 pub fn sync(jobset: &Value, children: &[&Value], now: Timestamp) -> Plan {
     let mut plan = Plan::default();
-    if !super::manages(jobset, CONTROLLER_NAME) || super::deleting(jobset) || is_finished(jobset)
-    {
+    if !super::manages(jobset, CONTROLLER_NAME) || super::deleting(jobset) || is_finished(jobset) {
         return plan;
     }
     let suspend = suspended(jobset);
@@ -240,10 +247,8 @@ pub fn sync(jobset: &Value, children: &[&Value], now: Timestamp) -> Plan {
             if child["status"]["startTime"].is_string() {
                 plan.writes.push(ChildWrite::ClearStartTime(name.clone()));
             }
-            plan.writes.push(ChildWrite::Resume(
-                name,
-                Box::new(Directives::of(&desired)),
-            ));
+            plan.writes
+                .push(ChildWrite::Resume(name, Box::new(Directives::of(&desired))));
         }
     }
     let status = status(jobset, children, now);
@@ -302,7 +307,8 @@ fn succeeded(jobset: &Value, statuses: &[Value]) -> bool {
         .zip(statuses)
         .filter(|(r, _)| targets.is_empty() || targets.contains(&r.name))
         .collect();
-    let done = |(r, s): &(&Replicated<'_>, &Value)| (r.replicas, s["succeeded"].as_i64().unwrap_or(0));
+    let done =
+        |(r, s): &(&Replicated<'_>, &Value)| (r.replicas, s["succeeded"].as_i64().unwrap_or(0));
     if policy["operator"] == "Any" {
         targeted.iter().map(done).any(|(_, n)| n > 0)
     } else {
@@ -313,7 +319,11 @@ fn succeeded(jobset: &Value, statuses: &[Value]) -> bool {
 /// The status `jobset` should have, given its Jobs.
 pub fn status(jobset: &Value, children: &[&Value], now: Timestamp) -> Value {
     let old = &jobset["status"];
-    let mut status = if old.is_object() { old.clone() } else { json!({}) };
+    let mut status = if old.is_object() {
+        old.clone()
+    } else {
+        json!({})
+    };
     let statuses: Vec<Value> = replicated_jobs(jobset)
         .iter()
         .map(|r| {
@@ -325,22 +335,52 @@ pub fn status(jobset: &Value, children: &[&Value], now: Timestamp) -> Value {
             replicated_status(r, &mine)
         })
         .collect();
-    let failed = statuses.iter().any(|s| s["failed"].as_i64().unwrap_or(0) > 0);
+    let failed = statuses
+        .iter()
+        .any(|s| s["failed"].as_i64().unwrap_or(0) > 0);
     let done = !failed && succeeded(jobset, &statuses);
     let mut conditions = status["conditions"].take();
     if suspended(jobset) {
-        conditions = super::set_condition(&conditions, "Suspended", true, "SuspendedJobs", "jobset is suspended", now);
+        conditions = super::set_condition(
+            &conditions,
+            "Suspended",
+            true,
+            "SuspendedJobs",
+            "jobset is suspended",
+            now,
+        );
     } else if conditions
         .as_array()
         .is_some_and(|l| l.iter().any(|c| c["type"] == "Suspended"))
     {
-        conditions = super::set_condition(&conditions, "Suspended", false, "ResumeJobs", "jobset is resumed", now);
+        conditions = super::set_condition(
+            &conditions,
+            "Suspended",
+            false,
+            "ResumeJobs",
+            "jobset is resumed",
+            now,
+        );
     }
     if failed {
-        conditions = super::set_condition(&conditions, "Failed", true, "FailedJobs", "jobset failed due to a failed job", now);
+        conditions = super::set_condition(
+            &conditions,
+            "Failed",
+            true,
+            "FailedJobs",
+            "jobset failed due to a failed job",
+            now,
+        );
         status["terminalState"] = json!("Failed");
     } else if done {
-        conditions = super::set_condition(&conditions, "Completed", true, "AllJobsCompleted", "jobset completed successfully", now);
+        conditions = super::set_condition(
+            &conditions,
+            "Completed",
+            true,
+            "AllJobsCompleted",
+            "jobset completed successfully",
+            now,
+        );
         status["terminalState"] = json!("Completed");
     }
     if !conditions.is_null() {
@@ -369,16 +409,16 @@ mod tests {
     /// The documentation's sample: `workers` (1 Job) and `driver` (1 Job), 1 pod each.
     fn sample(suspend: bool) -> Value {
         json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-            "metadata": {"name": "js", "namespace": "ns", "uid": "u1",
-                "annotations": {crate::server::controllers::jobs::RUN_SECONDS_ANNOTATION: "3"}},
-            "spec": {"suspend": suspend, "replicatedJobs": [
-                {"name": "workers", "replicas": 2, "template": {
-                    "metadata": {"labels": {"team": "a"}},
-                    "spec": {"parallelism": 2, "completions": 2, "template": {
-                        "spec": {"containers": [{"name": "c", "image": "i"}]}}}}},
-                {"name": "driver", "template": {"spec": {"template": {
-                    "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}}}
-            ]}})
+        "metadata": {"name": "js", "namespace": "ns", "uid": "u1",
+            "annotations": {crate::server::controllers::jobs::RUN_SECONDS_ANNOTATION: "3"}},
+        "spec": {"suspend": suspend, "replicatedJobs": [
+            {"name": "workers", "replicas": 2, "template": {
+                "metadata": {"labels": {"team": "a"}},
+                "spec": {"parallelism": 2, "completions": 2, "template": {
+                    "spec": {"containers": [{"name": "c", "image": "i"}]}}}}},
+            {"name": "driver", "template": {"spec": {"template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}}}
+        ]}})
     }
 
     fn job(name: &str, rj: &str, suspend: bool, status: Value) -> Value {
@@ -405,12 +445,19 @@ mod tests {
         assert_eq!(pod_labels[JOBSET_NAME_LABEL], "js");
         assert_eq!(pod_labels[REPLICATED_JOB_NAME_LABEL], "workers");
         assert_eq!(pod_labels[JOB_INDEX_LABEL], "1");
-        assert_eq!(job["metadata"]["labels"][REPLICATED_JOB_REPLICAS_LABEL], "2");
+        assert_eq!(
+            job["metadata"]["labels"][REPLICATED_JOB_REPLICAS_LABEL],
+            "2"
+        );
         assert_eq!(job["metadata"]["ownerReferences"][0]["kind"], "JobSet");
         assert_eq!(job["metadata"]["ownerReferences"][0]["uid"], "u1");
-        assert_eq!(job["spec"]["template"]["spec"]["restartPolicy"], "OnFailure");
         assert_eq!(
-            job["metadata"]["annotations"][crate::server::controllers::jobs::RUN_SECONDS_ANNOTATION],
+            job["spec"]["template"]["spec"]["restartPolicy"],
+            "OnFailure"
+        );
+        assert_eq!(
+            job["metadata"]["annotations"]
+                [crate::server::controllers::jobs::RUN_SECONDS_ANNOTATION],
             "3"
         );
         let driver = child_job(&js, &replicated_jobs(&js)[1], 0, 2);
@@ -419,7 +466,10 @@ mod tests {
 
     #[test]
     fn pods_per_job_are_parallelism_bounded_by_completions() {
-        assert_eq!(pods_per_job(&json!({"spec": {"parallelism": 3, "completions": 2}})), 2);
+        assert_eq!(
+            pods_per_job(&json!({"spec": {"parallelism": 3, "completions": 2}})),
+            2
+        );
         assert_eq!(pods_per_job(&json!({"spec": {"parallelism": 3}})), 3);
         assert_eq!(pods_per_job(&json!({"spec": {}})), 1);
     }
@@ -442,10 +492,18 @@ mod tests {
         js["spec"]["suspend"] = json!(false);
         js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["nodeSelector"] =
             json!({"flavor": "gpu"});
-        let started = job("js-workers-0", "workers", true, json!({"startTime": "2026-01-01T00:00:00Z"}));
+        let started = job(
+            "js-workers-0",
+            "workers",
+            true,
+            json!({"startTime": "2026-01-01T00:00:00Z"}),
+        );
         let plan = sync(&js, &[&started], now());
         assert_eq!(plan.create.len(), 2, "the missing children are created");
-        assert_eq!(plan.writes[0], ChildWrite::ClearStartTime("js-workers-0".into()));
+        assert_eq!(
+            plan.writes[0],
+            ChildWrite::ClearStartTime("js-workers-0".into())
+        );
         let ChildWrite::Resume(name, d) = &plan.writes[1] else {
             panic!("expected a resume, got {:?}", plan.writes[1]);
         };
@@ -457,7 +515,10 @@ mod tests {
         let t = &stored["spec"]["template"];
         assert_eq!(t["spec"]["nodeSelector"], json!({"flavor": "gpu"}));
         assert!(t["spec"]["tolerations"].is_null(), "replaced by none");
-        assert_eq!(t["metadata"]["labels"]["job-name"], "x", "labels are added to");
+        assert_eq!(
+            t["metadata"]["labels"]["job-name"], "x",
+            "labels are added to"
+        );
         assert_eq!(t["metadata"]["labels"][JOBSET_NAME_LABEL], "js");
     }
 
@@ -467,7 +528,8 @@ mod tests {
         let r = &replicated_jobs(&js)[0];
         let running = job("a", "workers", false, json!({"active": 2, "ready": 2}));
         let starting = job("b", "workers", false, json!({"active": 2, "ready": 1}));
-        let done = json!({"spec": {}, "status": {"conditions": [{"type": "Complete", "status": "True"}]}});
+        let done =
+            json!({"spec": {}, "status": {"conditions": [{"type": "Complete", "status": "True"}]}});
         let parked = job("c", "workers", true, json!({}));
         let s = replicated_status(r, &[&running, &starting, &done, &parked]);
         assert_eq!(
@@ -493,25 +555,40 @@ mod tests {
             json!({"metadata": {"name": n, "labels": {REPLICATED_JOB_NAME_LABEL: rj}},
                 "status": {"conditions": [complete.clone()]}})
         };
-        let (a, b, c) = (done("a", "workers"), done("b", "workers"), done("c", "driver"));
+        let (a, b, c) = (
+            done("a", "workers"),
+            done("b", "workers"),
+            done("c", "driver"),
+        );
         let s = status(&resumed, &[&a, &b], now());
         assert!(s["terminalState"].is_null(), "the driver has not completed");
         let s = status(&resumed, &[&a, &b, &c], now());
         assert_eq!(s["terminalState"], "Completed");
-        assert!(s["conditions"].as_array().expect("list").iter().any(|c| c["type"] == "Completed"
-            && c["status"] == "True" && c["reason"] == "AllJobsCompleted"));
+        assert!(
+            s["conditions"]
+                .as_array()
+                .expect("list")
+                .iter()
+                .any(|c| c["type"] == "Completed"
+                    && c["status"] == "True"
+                    && c["reason"] == "AllJobsCompleted")
+        );
         let mut finished = resumed.clone();
         finished["status"] = s;
         assert_eq!(sync(&finished, &[&a, &b, &c], now()), Plan::default());
         let failed = json!({"metadata": {"labels": {REPLICATED_JOB_NAME_LABEL: "driver"}},
             "status": {"conditions": [{"type": "Failed", "status": "True"}]}});
-        assert_eq!(status(&resumed, &[&failed], now())["terminalState"], "Failed");
+        assert_eq!(
+            status(&resumed, &[&failed], now())["terminalState"],
+            "Failed"
+        );
     }
 
     #[test]
     fn any_success_policy_completes_with_one_target_job() {
         let mut js = sample(false);
-        js["spec"]["successPolicy"] = json!({"operator": "Any", "targetReplicatedJobs": ["driver"]});
+        js["spec"]["successPolicy"] =
+            json!({"operator": "Any", "targetReplicatedJobs": ["driver"]});
         let c = json!({"metadata": {"labels": {REPLICATED_JOB_NAME_LABEL: "driver"}},
             "status": {"conditions": [{"type": "Complete", "status": "True"}]}});
         assert_eq!(status(&js, &[&c], now())["terminalState"], "Completed");

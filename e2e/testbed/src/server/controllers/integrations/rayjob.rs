@@ -55,7 +55,10 @@ pub struct Group<'a> {
 /// `minReplicas`…`maxReplicas`) times `numOfHosts`.
 pub fn worker_pods(group: &Value) -> i64 {
     let min = group["minReplicas"].as_i64().unwrap_or(0).max(0);
-    let max = group["maxReplicas"].as_i64().unwrap_or(i64::from(i32::MAX)).max(min);
+    let max = group["maxReplicas"]
+        .as_i64()
+        .unwrap_or(i64::from(i32::MAX))
+        .max(min);
     let replicas = group["replicas"].as_i64().unwrap_or(min).clamp(min, max);
     replicas * group["numOfHosts"].as_i64().unwrap_or(1).max(1)
 }
@@ -202,13 +205,20 @@ pub fn sync(rayjob: &Value, pods: &[&Value], now: Timestamp) -> Plan {
     }
     let phase = if rayjob["spec"]["suspend"] == true {
         plan.delete = live.iter().map(|p| name_of(p).to_string()).collect();
-        if pods.is_empty() { Phase::Suspended } else { Phase::Suspending }
+        if pods.is_empty() {
+            Phase::Suspended
+        } else {
+            Phase::Suspending
+        }
     } else {
         let mut all_ready = true;
         for group in groups(rayjob) {
             let have = in_group(&live, group.name);
-            let missing = usize::try_from(group.pods).unwrap_or(0).saturating_sub(have.len());
-            plan.create.extend((0..missing).map(|_| pod_for(rayjob, &group)));
+            let missing = usize::try_from(group.pods)
+                .unwrap_or(0)
+                .saturating_sub(have.len());
+            plan.create
+                .extend((0..missing).map(|_| pod_for(rayjob, &group)));
             all_ready &= missing == 0 && have.iter().all(|p| pod_ready(p));
         }
         match (all_ready, job_end(rayjob, &live)) {
@@ -240,10 +250,16 @@ fn cluster_status(rayjob: &Value, live: &[&Value]) -> Value {
         .filter(|p| p["metadata"]["labels"][NODE_TYPE_LABEL] == "worker")
         .collect();
     let ready = i64::try_from(workers.iter().filter(|p| pod_ready(p)).count()).unwrap_or(0);
-    let specs = rayjob["spec"]["rayClusterSpec"]["workerGroupSpecs"].as_array().cloned().unwrap_or_default();
+    let specs = rayjob["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let desired: i64 = specs.iter().map(worker_pods).sum();
     let sum = |field: &str, default: i64| -> i64 {
-        specs.iter().map(|g| g[field].as_i64().unwrap_or(default)).sum()
+        specs
+            .iter()
+            .map(|g| g[field].as_i64().unwrap_or(default))
+            .sum()
     };
     let mut s = json!({"desiredWorkerReplicas": desired, "readyWorkerReplicas": ready,
         "availableWorkerReplicas": ready, "minWorkerReplicas": sum("minReplicas", 0),
@@ -330,7 +346,10 @@ mod tests {
         assert_eq!(worker_pods(&json!({"replicas": 0, "minReplicas": 1})), 1);
         let rj = rayjob(false);
         let gs = groups(&rj);
-        assert_eq!(gs.iter().map(|g| (g.name, g.pods)).collect::<Vec<_>>(), [("headgroup", 1), ("small-group", 1)]);
+        assert_eq!(
+            gs.iter().map(|g| (g.name, g.pods)).collect::<Vec<_>>(),
+            [("headgroup", 1), ("small-group", 1)]
+        );
     }
 
     #[test]
@@ -354,22 +373,33 @@ mod tests {
         let plan = sync(&rayjob(false), &[], now);
         assert_eq!(plan.create.len(), 2);
         let s = plan.status.expect("status");
-        assert_eq!((s["jobDeploymentStatus"].as_str(), s["jobStatus"].as_str()), (Some("Initializing"), Some("PENDING")));
+        assert_eq!(
+            (s["jobDeploymentStatus"].as_str(), s["jobStatus"].as_str()),
+            (Some("Initializing"), Some("PENDING"))
+        );
         let head = pod("headgroup", "head", true, "2026-01-01T00:00:00Z");
         let worker = pod("small-group", "worker", true, "2026-01-01T00:00:02Z");
         let plan = sync(&rayjob(false), &[&head, &worker], now);
         assert!(plan.create.is_empty());
         let s = plan.status.expect("status");
-        assert_eq!((s["jobDeploymentStatus"].as_str(), s["jobStatus"].as_str()), (Some("Running"), Some("RUNNING")));
+        assert_eq!(
+            (s["jobDeploymentStatus"].as_str(), s["jobStatus"].as_str()),
+            (Some("Running"), Some("RUNNING"))
+        );
         assert_eq!(s["rayClusterStatus"]["readyWorkerReplicas"], 1);
         assert_eq!(s["rayClusterStatus"]["state"], "ready");
         assert_eq!(plan.wake, Some(t("2026-01-01T00:00:12Z")));
         let plan = sync(&rayjob(false), &[&head, &worker], t("2026-01-01T00:00:12Z"));
         let s = plan.status.expect("status");
-        assert_eq!((s["jobDeploymentStatus"].as_str(), s["jobStatus"].as_str()), (Some("Complete"), Some("SUCCEEDED")));
+        assert_eq!(
+            (s["jobDeploymentStatus"].as_str(), s["jobStatus"].as_str()),
+            (Some("Complete"), Some("SUCCEEDED"))
+        );
         assert_eq!(plan.delete.len(), 2, "shutdownAfterJobFinishes");
         let unready = pod("small-group", "worker", false, "2026-01-01T00:00:02Z");
-        let s = sync(&rayjob(false), &[&head, &unready], now).status.expect("status");
+        let s = sync(&rayjob(false), &[&head, &unready], now)
+            .status
+            .expect("status");
         assert_eq!(s["jobDeploymentStatus"], "Initializing");
     }
 
@@ -379,13 +409,19 @@ mod tests {
         let now = t("2026-01-01T00:00:05Z");
         let plan = sync(&rayjob(true), &[&head], now);
         assert_eq!(plan.delete, ["headgroup-p"]);
-        assert_eq!(plan.status.as_ref().expect("status")["jobDeploymentStatus"], "Suspending");
+        assert_eq!(
+            plan.status.as_ref().expect("status")["jobDeploymentStatus"],
+            "Suspending"
+        );
         assert!(plan.status.expect("status")["jobStatus"].is_null());
         let mut going = head.clone();
         going["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:06Z");
         assert!(sync(&rayjob(true), &[&going], now).delete.is_empty());
         let plan = sync(&rayjob(true), &[], now);
-        assert_eq!(plan.status.expect("status")["jobDeploymentStatus"], "Suspended");
+        assert_eq!(
+            plan.status.expect("status")["jobDeploymentStatus"],
+            "Suspended"
+        );
     }
 
     #[test]

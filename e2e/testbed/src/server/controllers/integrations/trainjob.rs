@@ -77,7 +77,10 @@ fn apply_trainer(rj: &mut Value, trainer: &Value, nodes: i64) {
     let Some(containers) = spec["template"]["spec"]["containers"].as_array_mut() else {
         return;
     };
-    for c in containers.iter_mut().filter(|c| c["name"] == NODE_CONTAINER) {
+    for c in containers
+        .iter_mut()
+        .filter(|c| c["name"] == NODE_CONTAINER)
+    {
         for (from, to) in [
             ("image", "image"),
             ("command", "command"),
@@ -119,14 +122,35 @@ fn append_list(target: &mut Value, extra: &Value) {
 /// Applies one runtime patch's per-replicated-job part to `rj` (when it names `rj`).
 fn apply_patch(rj: &mut Value, patch: &Value) {
     let t = &patch["template"];
-    merge_map(&mut rj["template"]["metadata"]["labels"], &t["metadata"]["labels"]);
-    merge_map(&mut rj["template"]["metadata"]["annotations"], &t["metadata"]["annotations"]);
-    let (pod, from) = (&mut rj["template"]["spec"]["template"], &t["spec"]["template"]);
+    merge_map(
+        &mut rj["template"]["metadata"]["labels"],
+        &t["metadata"]["labels"],
+    );
+    merge_map(
+        &mut rj["template"]["metadata"]["annotations"],
+        &t["metadata"]["annotations"],
+    );
+    let (pod, from) = (
+        &mut rj["template"]["spec"]["template"],
+        &t["spec"]["template"],
+    );
     merge_map(&mut pod["metadata"]["labels"], &from["metadata"]["labels"]);
-    merge_map(&mut pod["metadata"]["annotations"], &from["metadata"]["annotations"]);
-    merge_map(&mut pod["spec"]["nodeSelector"], &from["spec"]["nodeSelector"]);
-    append_list(&mut pod["spec"]["tolerations"], &from["spec"]["tolerations"]);
-    append_list(&mut pod["spec"]["schedulingGates"], &from["spec"]["schedulingGates"]);
+    merge_map(
+        &mut pod["metadata"]["annotations"],
+        &from["metadata"]["annotations"],
+    );
+    merge_map(
+        &mut pod["spec"]["nodeSelector"],
+        &from["spec"]["nodeSelector"],
+    );
+    append_list(
+        &mut pod["spec"]["tolerations"],
+        &from["spec"]["tolerations"],
+    );
+    append_list(
+        &mut pod["spec"]["schedulingGates"],
+        &from["spec"]["schedulingGates"],
+    );
     for field in ["serviceAccountName", "terminationGracePeriodSeconds"] {
         if !from["spec"][field].is_null() {
             pod["spec"][field] = from["spec"][field].clone();
@@ -142,7 +166,10 @@ pub fn jobset_for(trainjob: &Value, runtime: &Value) -> Value {
         spec = json!({});
     }
     let nodes = num_nodes(trainjob, runtime);
-    let patches = trainjob["spec"]["runtimePatches"].as_array().cloned().unwrap_or_default();
+    let patches = trainjob["spec"]["runtimePatches"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let mut labels = template["metadata"]["labels"].clone();
     let mut annotations = template["metadata"]["annotations"].clone();
     if let Some(rjs) = spec["replicatedJobs"].as_array_mut() {
@@ -151,7 +178,8 @@ pub fn jobset_for(trainjob: &Value, runtime: &Value) -> Value {
                 apply_trainer(rj, &trainjob["spec"]["trainer"], nodes);
             }
             for patch in &patches {
-                let job_patches = &patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"];
+                let job_patches =
+                    &patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"];
                 for p in job_patches.as_array().into_iter().flatten() {
                     if p["name"] == rj["name"] {
                         apply_patch(rj, p);
@@ -198,8 +226,14 @@ fn steered(js: &Value) -> Value {
         .flatten()
         .map(|rj| {
             let pod = &rj["template"]["spec"]["template"];
-            json!([rj["name"], pod["metadata"]["labels"], pod["metadata"]["annotations"],
-                pod["spec"]["nodeSelector"], pod["spec"]["tolerations"], pod["spec"]["schedulingGates"]])
+            json!([
+                rj["name"],
+                pod["metadata"]["labels"],
+                pod["metadata"]["annotations"],
+                pod["spec"]["nodeSelector"],
+                pod["spec"]["tolerations"],
+                pod["spec"]["schedulingGates"]
+            ])
         })
         .collect();
     json!([js["spec"]["suspend"] == true, jobs])
@@ -263,9 +297,23 @@ pub fn status(trainjob: &Value, jobset: Option<&Value>, now: Timestamp) -> Value
         .as_array()
         .is_some_and(|l| l.iter().any(|c| c["type"] == "Suspended"));
     if trainjob["spec"]["suspend"] == true {
-        conditions = super::set_condition(&conditions, "Suspended", true, "Suspended", "TrainJob is suspended", now);
+        conditions = super::set_condition(
+            &conditions,
+            "Suspended",
+            true,
+            "Suspended",
+            "TrainJob is suspended",
+            now,
+        );
     } else if had_suspended {
-        conditions = super::set_condition(&conditions, "Suspended", false, "Resumed", "TrainJob is resumed", now);
+        conditions = super::set_condition(
+            &conditions,
+            "Suspended",
+            false,
+            "Resumed",
+            "TrainJob is resumed",
+            now,
+        );
     }
     if let Some(js) = jobset {
         for (from, to) in [("Completed", "Complete"), ("Failed", "Failed")] {
@@ -319,7 +367,10 @@ mod tests {
 
     #[test]
     fn the_runtime_reference_defaults_to_a_cluster_runtime() {
-        assert_eq!(runtime_ref(&trainjob(true)), Some(RuntimeRef::Cluster("torch-distributed".into())));
+        assert_eq!(
+            runtime_ref(&trainjob(true)),
+            Some(RuntimeRef::Cluster("torch-distributed".into()))
+        );
         let ns = json!({"spec": {"runtimeRef": {"kind": "TrainingRuntime", "name": "r"}}});
         assert_eq!(runtime_ref(&ns), Some(RuntimeRef::Namespaced("r".into())));
         let bare = json!({"spec": {"runtimeRef": {"name": "r"}}});
@@ -370,14 +421,25 @@ mod tests {
         let JobSetWrite::Create(js) = &plan.jobset else {
             panic!("expected a create, got {:?}", plan.jobset);
         };
-        assert_eq!(plan.status.as_ref().expect("status")["conditions"][0]["reason"], "Suspended");
-        assert_eq!(sync(&tj, Some(&runtime()), Some(js), now()).jobset, JobSetWrite::Nothing);
+        assert_eq!(
+            plan.status.as_ref().expect("status")["conditions"][0]["reason"],
+            "Suspended"
+        );
+        assert_eq!(
+            sync(&tj, Some(&runtime()), Some(js), now()).jobset,
+            JobSetWrite::Nothing
+        );
         let resumed = trainjob(false);
-        let JobSetWrite::Update(u) = sync(&resumed, Some(&runtime()), Some(js), now()).jobset else {
+        let JobSetWrite::Update(u) = sync(&resumed, Some(&runtime()), Some(js), now()).jobset
+        else {
             panic!("expected an update");
         };
         assert_eq!(u["spec"]["suspend"], false);
-        assert_eq!(sync(&resumed, None, None, now()), Plan::default(), "no runtime, nothing");
+        assert_eq!(
+            sync(&resumed, None, None, now()),
+            Plan::default(),
+            "no runtime, nothing"
+        );
     }
 
     #[test]
@@ -392,7 +454,10 @@ mod tests {
         assert_eq!(s["jobsStatus"][0]["succeeded"], 1);
         let mut done = trainjob(false);
         done["status"] = s;
-        assert_eq!(sync(&done, Some(&runtime()), Some(&js), now()), Plan::default());
+        assert_eq!(
+            sync(&done, Some(&runtime()), Some(&js), now()),
+            Plan::default()
+        );
     }
 
     #[test]
