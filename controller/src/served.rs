@@ -7,7 +7,7 @@
 
 use anyhow::Context as _;
 use kube::Client;
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 
 use crate::config::Configuration;
@@ -60,16 +60,24 @@ pub async fn resolve(
     Ok(kinds)
 }
 
-/// Whether the cluster serves `kind` (a list of one object succeeds).
+/// Whether the cluster serves `kind`: its group version's discovery document lists its
+/// resource (discovery needs no permission on the resource itself).
 async fn is_served(client: &Client, kind: &Kind) -> anyhow::Result<bool> {
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind.api_resource());
-    match api.list_metadata(&ListParams::default().limit(1)).await {
-        Ok(_) => Ok(true),
+    let group_version = kind.api_version();
+    match client.list_api_group_resources(&group_version).await {
+        Ok(list) => {
+            let plural = kind.plural();
+            let served = list.resources.iter().any(|r| r.name == plural);
+            if !served {
+                tracing::info!(kind = %kind, "not served by this cluster; its integration is off");
+            }
+            Ok(served)
+        }
         Err(kube::Error::Api(e)) if e.code == 404 => {
             tracing::info!(kind = %kind, "not served by this cluster; its integration is off");
             Ok(false)
         }
-        // No access, or no answer: the integration stays off, and the log says why.
+        // No answer: the integration stays off, and the log says why.
         Err(e) => {
             tracing::warn!(kind = %kind, error = %e, "cannot tell whether this kind is served; its integration is off");
             Ok(false)

@@ -152,13 +152,40 @@ pub fn queued_jobset(
     cpus: u32,
     multikueue: bool,
 ) -> Value {
+    timed_jobset(name, replicas, parallelism, cpus, multikueue, LONG)
+}
+
+/// How long a test object's pods run (the testbed's run-seconds annotation, which its
+/// stand-in controllers carry to the pods) and take to stop once deleted.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    pub run_seconds: u32,
+    pub grace_seconds: i64,
+}
+
+/// Pods that run ten minutes and stop at once.
+pub const LONG: Timing = Timing {
+    run_seconds: 600,
+    grace_seconds: 0,
+};
+
+/// [`queued_jobset`] with its pods' timing.
+pub fn timed_jobset(
+    name: &str,
+    replicas: i32,
+    parallelism: i32,
+    cpus: u32,
+    multikueue: bool,
+    timing: Timing,
+) -> Value {
     let mut doc = json!({
         "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
         "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
-            "annotations": {crate::jobs::RUN_SECONDS: "600"}},
+            "annotations": {crate::jobs::RUN_SECONDS: timing.run_seconds.to_string()}},
         "spec": {"suspend": true, "replicatedJobs": [{"name": "workers", "replicas": replicas,
             "template": {"spec": {"parallelism": parallelism, "completions": parallelism, "backoffLimit": 0,
-                "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main",
+                "template": {"spec": {"restartPolicy": "Never",
+                    "terminationGracePeriodSeconds": timing.grace_seconds, "containers": [{"name": "main",
                     "image": "busybox:1.36", "command": ["sleep", "600"],
                     "resources": {"requests": {"cpu": cpus.to_string()}}}]}}}}}]}
     });
@@ -168,7 +195,49 @@ pub fn queued_jobset(
     doc
 }
 
+impl Env {
+    /// The pods on worker `i` (in the environment's namespace) matching `selector`.
+    pub async fn pods(&self, i: usize, selector: &str) -> Vec<k8s_openapi::api::core::v1::Pod> {
+        let api: Api<k8s_openapi::api::core::v1::Pod> =
+            Api::namespaced(self.worker_client(i), &self.namespace);
+        api.list(&ListParams::default().labels(selector))
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+    }
+}
+
 /// `spec.suspend` of an object.
 pub fn is_suspended(obj: &DynamicObject) -> bool {
     obj.data.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
+}
+
+/// A queued RayJob: a head of 1 CPU and one worker group `workers` of `replicas` pods of
+/// `cpus` CPUs each (`minReplicas` 1), suspended, for MultiKueue when `multikueue`.
+pub fn queued_rayjob(
+    name: &str,
+    replicas: i32,
+    cpus: u32,
+    multikueue: bool,
+    timing: Timing,
+) -> Value {
+    let pod = |cpu: String| {
+        json!({"spec": {"terminationGracePeriodSeconds": timing.grace_seconds,
+            "containers": [{"name": "ray", "image": "rayproject/ray:2.9.0",
+            "resources": {"requests": {"cpu": cpu}}}]}})
+    };
+    let mut doc = json!({
+        "apiVersion": "ray.io/v1", "kind": "RayJob",
+        "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+            "annotations": {crate::jobs::RUN_SECONDS: timing.run_seconds.to_string()}},
+        "spec": {"suspend": true, "entrypoint": "python /home/ray/samples/sample_code.py",
+            "rayClusterSpec": {"rayVersion": "2.9.0",
+                "headGroupSpec": {"rayStartParams": {}, "template": pod("1".into())},
+                "workerGroupSpecs": [{"groupName": "workers", "replicas": replicas, "minReplicas": 1,
+                    "maxReplicas": replicas, "rayStartParams": {}, "template": pod(cpus.to_string())}]}}
+    });
+    if multikueue {
+        doc["spec"]["managedBy"] = json!("kueue.x-k8s.io/multikueue");
+    }
+    doc
 }

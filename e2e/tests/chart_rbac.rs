@@ -101,7 +101,10 @@ impl ChartEnv {
         } else {
             env.namespace.clone()
         };
-        let manager_args: Vec<&str> = ["--set", "mode=manager"].into_iter().chain(args.iter().copied()).collect();
+        let manager_args: Vec<&str> = ["--set", "mode=manager"]
+            .into_iter()
+            .chain(args.iter().copied())
+            .collect();
         let mut manager_docs = rbac_objects(
             &render(helm, &release, &env.namespace, &manager_args).expect("manager render"),
         );
@@ -110,10 +113,15 @@ impl ChartEnv {
                 helm,
                 &release,
                 &worker_namespace,
-                &["--set", "mode=worker", "--set", "managerAccess.enabled=true"]
-                    .into_iter()
-                    .chain(args.iter().copied())
-                    .collect::<Vec<_>>(),
+                &[
+                    "--set",
+                    "mode=worker",
+                    "--set",
+                    "managerAccess.enabled=true",
+                ]
+                .into_iter()
+                .chain(args.iter().copied())
+                .collect::<Vec<_>>(),
             )
             .expect("worker render"),
         );
@@ -1050,7 +1058,9 @@ async fn a_manager_that_may_not_delete_jobs_on_a_worker_leaves_the_copy() {
 /// status mirrored, and its deletion cleans the worker; nobody is denied anything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobsets_run_with_only_the_charts_permissions_for_their_integration() {
-    use baton_e2e::integrations::{is_suspended as suspended, queued_jobset, resource_of, shipped_crd};
+    use baton_e2e::integrations::{
+        is_suspended as suspended, queued_jobset, resource_of, shipped_crd,
+    };
     let Some(helm) = helm_or_skip() else { return };
     let crd = shipped_crd("jobset.x-k8s.io_jobsets.yaml").expect("JobSet CRD");
     let jobsets = resource_of(&crd);
@@ -1072,24 +1082,43 @@ async fn jobsets_run_with_only_the_charts_permissions_for_their_integration() {
         .await
         .expect("manager JobSet");
     let (workload, cluster) = eventually(WAIT, "the JobSet's Workload admitted", || async {
-        let wls = env.manager_workloads().list(&Default::default()).await.ok()?;
+        let wls = env
+            .manager_workloads()
+            .list(&Default::default())
+            .await
+            .ok()?;
         let wl = wls.items.into_iter().find(|w| {
-            w.metadata.owner_references.iter().flatten().any(|o| o.kind == "JobSet")
+            w.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.kind == "JobSet")
         })?;
         let cluster = wl.status.as_ref()?.cluster_name.clone()?;
         Some((wl.metadata.name.clone()?, cluster))
     })
     .await;
-    let winner = (1..=2).find(|i| env.cluster(*i) == cluster).expect("a known worker");
+    let winner = (1..=2)
+        .find(|i| env.cluster(*i) == cluster)
+        .expect("a known worker");
     eventually(WAIT, "the copy started on the winner", || async {
-        env.object(winner, &jobsets, "remote").await.filter(|j| !suspended(j))
+        env.object(winner, &jobsets, "remote")
+            .await
+            .filter(|j| !suspended(j))
     })
     .await;
-    assert!(env.object(3 - winner, &jobsets, "remote").await.is_none(), "a copy on the loser");
+    assert!(
+        env.object(3 - winner, &jobsets, "remote").await.is_none(),
+        "a copy on the loser"
+    );
     let status = json!({"replicatedJobsStatus": [{"name": "workers", "active": 2, "ready": 2,
         "succeeded": 0, "failed": 0, "suspended": 0}]});
     env.objects(winner, &jobsets)
-        .patch_status("remote", &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
+        .patch_status(
+            "remote",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"status": status})),
+        )
         .await
         .expect("copy status");
     eventually(WAIT, "the copy's status mirrored", || async {
@@ -1108,8 +1137,14 @@ async fn jobsets_run_with_only_the_charts_permissions_for_their_integration() {
     })
     .await;
     for p in &mut ce.processes {
-        let denied = denials(&p.log_text());
-        assert!(denied.is_empty(), "{} was denied:\n{}", p.name, denied.join("\n"));
+        let log = p.log_text();
+        let denied = denials(&log);
+        assert!(
+            denied.is_empty(),
+            "{} was denied:\n{}",
+            p.name,
+            denied.join("\n")
+        );
         assert!(p.is_running(), "{} exited", p.name);
     }
 }
@@ -1126,37 +1161,68 @@ fn the_chart_grants_each_integration_only_where_it_is_enabled() {
             .flat_map(|d| d["rules"].as_array().cloned().unwrap_or_default())
             .flat_map(|r| r["apiGroups"].as_array().cloned().unwrap_or_default())
             .filter_map(|g| g.as_str().map(str::to_string))
-            .filter(|g| ["jobset.x-k8s.io", "ray.io", "trainer.kubeflow.org", "apiextensions.k8s.io"].contains(&g.as_str()))
+            .filter(|g| {
+                [
+                    "jobset.x-k8s.io",
+                    "ray.io",
+                    "trainer.kubeflow.org",
+                    "apiextensions.k8s.io",
+                ]
+                .contains(&g.as_str())
+            })
             .collect();
         groups.sort();
         groups.dedup();
         groups
     };
     for mode in ["mode=manager", "mode=worker"] {
-        assert!(groups(&["--set", mode, "--set", "managerAccess.enabled=true"]).is_empty(), "{mode}");
+        assert!(
+            groups(&["--set", mode, "--set", "managerAccess.enabled=true"]).is_empty(),
+            "{mode}"
+        );
         assert_eq!(
-            groups(&["--set", mode, "--set", "managerAccess.enabled=true", "--api-versions", "ray.io/v1/RayJob"]),
+            groups(&[
+                "--set",
+                mode,
+                "--set",
+                "managerAccess.enabled=true",
+                "--api-versions",
+                "ray.io/v1/RayJob"
+            ]),
             vec!["ray.io".to_string()],
             "{mode}"
         );
     }
     // An external kind: its resource, and read access to its CRD by name only.
     let docs = rbac_objects(
-        &render(&helm, "baton", "baton-system", &[
-            "--set", "mode=manager",
-            "--set", "integrations.externalFrameworks[0].name=PipelineRun.v1.tekton.dev",
-        ])
+        &render(
+            &helm,
+            "baton",
+            "baton-system",
+            &[
+                "--set",
+                "mode=manager",
+                "--set",
+                "integrations.externalFrameworks[0].name=PipelineRun.v1.tekton.dev",
+            ],
+        )
         .expect("render"),
     );
     let rules: Vec<Value> = docs
         .iter()
         .flat_map(|d| d["rules"].as_array().cloned().unwrap_or_default())
         .collect();
-    assert!(rules.iter().any(|r| r["apiGroups"] == json!(["tekton.dev"]) && r["resources"] == json!(["pipelineruns"])));
+    assert!(
+        rules.iter().any(|r| r["apiGroups"] == json!(["tekton.dev"])
+            && r["resources"] == json!(["pipelineruns"]))
+    );
     let crd_rule = rules
         .iter()
         .find(|r| r["apiGroups"] == json!(["apiextensions.k8s.io"]))
         .expect("a CRD rule");
-    assert_eq!(crd_rule["resourceNames"], json!(["pipelineruns.tekton.dev"]));
+    assert_eq!(
+        crd_rule["resourceNames"],
+        json!(["pipelineruns.tekton.dev"])
+    );
     assert_eq!(crd_rule["verbs"], json!(["get"]));
 }

@@ -21,7 +21,8 @@ use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(40);
 const WORKERS: usize = 2;
-const CONFIG: &str = "gcInterval: 1s\nmultiKueue:\n  externalFrameworks:\n  - name: Sleeper.v1.e2e.baton.dev\n";
+const CONFIG: &str =
+    "gcInterval: 1s\nmultiKueue:\n  externalFrameworks:\n  - name: Sleeper.v1.e2e.baton.dev\n";
 
 async fn environment(managed_by: bool) -> (Env, Vec<BatonProcess>, ApiResource) {
     let mut env = Env::start(WORKERS).await.expect("env");
@@ -31,7 +32,9 @@ async fn environment(managed_by: bool) -> (Env, Vec<BatonProcess>, ApiResource) 
         .expect("CRD");
     let mut processes = Vec::new();
     for i in 1..=WORKERS {
-        env.install_worker_queues(i, 4, json!({})).await.expect("queues");
+        env.install_worker_queues(i, 4, json!({}))
+            .await
+            .expect("queues");
         processes.push(env.start_worker(i, "").expect("worker"));
     }
     (env, processes, resource)
@@ -65,43 +68,82 @@ async fn the_generic_adapter_runs_a_configured_kind_on_one_worker_and_mirrors_it
         .expect("manager Sleeper");
     let uid = created.uid().expect("uid");
     env.manager_workloads()
-        .create(&PostParams::default(), &integration_workload(&env, "nap", &uid, 2))
+        .create(
+            &PostParams::default(),
+            &integration_workload(&env, "nap", &uid, 2),
+        )
         .await
         .expect("the integration's Workload");
 
-    let winner = eventually(WAIT, "the Sleeper's workload admitted on a worker", || async {
-        let wl = env.manager_workloads().get_opt("sleeper-nap").await.ok()??;
-        let status = wl.status?;
-        let cluster = status.cluster_name?;
-        is_condition_true(&status.conditions, condition::ADMITTED)
-            .then(|| (1..=WORKERS).find(|&i| env.cluster(i) == cluster))?
-    })
+    let winner = eventually(
+        WAIT,
+        "the Sleeper's workload admitted on a worker",
+        || async {
+            let wl = env
+                .manager_workloads()
+                .get_opt("sleeper-nap")
+                .await
+                .ok()??;
+            let status = wl.status?;
+            let cluster = status.cluster_name?;
+            is_condition_true(&status.conditions, condition::ADMITTED)
+                .then(|| (1..=WORKERS).find(|&i| env.cluster(i) == cluster))?
+        },
+    )
     .await;
     let copy = eventually(WAIT, "the copy on the winner", || async {
         env.object(winner, &sleepers, "nap").await
     })
     .await;
-    assert_eq!(copy.data.pointer("/spec/managedBy"), None, "run by the worker's own controller");
-    assert_eq!(copy.data.pointer("/spec/work/seconds"), Some(&json!(600)), "the spec copied");
     assert_eq!(
-        copy.labels().get("kueue.x-k8s.io/prebuilt-workload-name").map(String::as_str),
+        copy.data.pointer("/spec/managedBy"),
+        None,
+        "run by the worker's own controller"
+    );
+    assert_eq!(
+        copy.data.pointer("/spec/work/seconds"),
+        Some(&json!(600)),
+        "the spec copied"
+    );
+    assert_eq!(
+        copy.labels()
+            .get("kueue.x-k8s.io/prebuilt-workload-name")
+            .map(String::as_str),
         Some("sleeper-nap")
     );
-    assert_eq!(copy.labels().get("kueue.x-k8s.io/multikueue-origin"), Some(&env.origin));
-    assert_eq!(env.holders(&sleepers, "nap").await, vec![winner], "no copy on the loser");
+    assert_eq!(
+        copy.labels().get("kueue.x-k8s.io/multikueue-origin"),
+        Some(&env.origin)
+    );
+    assert_eq!(
+        env.holders(&sleepers, "nap").await,
+        vec![winner],
+        "no copy on the loser"
+    );
 
     // The kind's controller on the worker reports; the manager object shows the same, whole.
     let status = json!({"phase": "Napping", "dreams": [{"about": "sheep", "count": 3}]});
     env.objects(winner, &sleepers)
-        .patch_status("nap", &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
+        .patch_status(
+            "nap",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"status": status})),
+        )
         .await
         .expect("copy status");
-    eventually(WAIT, "the manager Sleeper's status mirrors the copy's", || async {
-        let obj = env.object(0, &sleepers, "nap").await?;
-        (obj.data.get("status") == Some(&status)).then_some(())
-    })
+    eventually(
+        WAIT,
+        "the manager Sleeper's status mirrors the copy's",
+        || async {
+            let obj = env.object(0, &sleepers, "nap").await?;
+            (obj.data.get("status") == Some(&status)).then_some(())
+        },
+    )
     .await;
-    let manager = env.object(0, &sleepers, "nap").await.expect("manager object");
+    let manager = env
+        .object(0, &sleepers, "nap")
+        .await
+        .expect("manager object");
     assert_eq!(
         manager.data.pointer("/spec/suspend"),
         Some(&json!(true)),
@@ -110,12 +152,20 @@ async fn the_generic_adapter_runs_a_configured_kind_on_one_worker_and_mirrors_it
 
     // Deleting the manager object: its Workload goes (owner), then the replicas and the copy.
     env.objects(0, &sleepers)
-        .delete("nap", &DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..Default::default() })
+        .delete(
+            "nap",
+            &DeleteParams {
+                propagation_policy: Some(PropagationPolicy::Background),
+                ..Default::default()
+            },
+        )
         .await
         .expect("delete");
     eventually(WAIT, "every worker clean", || async {
         for i in 1..=WORKERS {
-            if env.object(i, &sleepers, "nap").await.is_some() || env.replica(i, "sleeper-nap").await.is_some() {
+            if env.object(i, &sleepers, "nap").await.is_some()
+                || env.replica(i, "sleeper-nap").await.is_some()
+            {
                 return false;
             }
         }
@@ -135,7 +185,11 @@ async fn a_kind_without_managed_by_in_its_crd_is_refused_at_start_up() {
     let manager = manager.into_inner().expect("lock");
     assert!(!status.success(), "the manager must not run with this kind");
     let log = manager.log_text();
-    for says in ["Sleeper.v1.e2e.baton.dev", "sleepers.e2e.baton.dev", "has no spec.managedBy"] {
+    for says in [
+        "Sleeper.v1.e2e.baton.dev",
+        "sleepers.e2e.baton.dev",
+        "has no spec.managedBy",
+    ] {
         assert!(log.contains(says), "the log does not say {says:?}:\n{log}");
     }
 }

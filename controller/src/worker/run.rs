@@ -55,10 +55,15 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
     ready.set_ready();
     tracing::info!("caches synced; scheduling");
     // Independent of the scheduling loop: it only shares caches, and waits for its own.
+    // Jobs wake both loops: a JobSet's child Jobs tell when its pods are gone.
+    let job_cache = cache(
+        Api::all(client.clone()),
+        tee(jobs_wake.clone(), objects_wake.clone()),
+    );
     let mut job_loop = tokio::spawn(jobs::run::run(
         client.clone(),
         jobs::run::JobCaches {
-            jobs: cache(Api::all(client.clone()), jobs_wake.clone()),
+            jobs: job_cache.clone(),
             workloads: caches.workloads.clone(),
             flavors: caches.flavors.clone(),
         },
@@ -79,6 +84,7 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
                     )
                 })
                 .collect(),
+            jobs: job_cache,
             workloads: caches.workloads.clone(),
             flavors: caches.flavors.clone(),
         },

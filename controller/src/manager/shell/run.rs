@@ -76,13 +76,11 @@ struct ControllerWakeups {
     jobs: mpsc::UnboundedReceiver<ObjectRef<Job>>,
 }
 
+/// Each dispatched kind with the receiving end of its wake-ups.
+type KindsWoken = Vec<(Kind, mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>)>;
+
 /// One channel per dispatched kind: the senders, and each kind's receiver.
-fn kind_channels(
-    kinds: &[Kind],
-) -> (
-    KindWakeups,
-    Vec<(Kind, mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>)>,
-) {
+fn kind_channels(kinds: &[Kind]) -> (KindWakeups, KindsWoken) {
     let mut senders = std::collections::BTreeMap::new();
     let mut receivers = Vec::new();
     for kind in kinds {
@@ -442,7 +440,7 @@ async fn run_controllers(
 async fn run_kind_controllers(
     client: Client,
     context: Arc<Context>,
-    woken: Vec<(Kind, mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>)>,
+    woken: KindsWoken,
     shutdown: Shutdown,
 ) {
     let running = woken.into_iter().map(|(kind, woken)| {

@@ -6,7 +6,8 @@
 //! - admitted and suspended: start it (flavors into each role's template, unsuspended; after
 //!   an eviction from the templates the Workload recorded);
 //! - evicted and running: suspend it, templates put back;
-//! - evicted, suspended, and its pods gone: release the Workload's quota;
+//! - evicted, suspended, and its pods gone (its kind's status says nothing is active, and no
+//!   batch/v1 Job it controls has active or terminating pods): release the Workload's quota;
 //! - running without an admitted Workload: suspend it, with a Warning.
 
 use std::collections::HashMap;
@@ -50,6 +51,9 @@ pub struct ObjectView<'a> {
     pub object: &'a DynamicObject,
     pub binding: Binding<'a>,
     pub flavors: &'a HashMap<String, FlavorPlacement>,
+    /// Whether a batch/v1 Job the object controls (a JobSet's child Jobs) still has active or
+    /// terminating pods: the kind's own status may say "suspended" before they are gone.
+    pub children_busy: bool,
 }
 
 /// The plan: a write with the event that goes with it once it lands, or a problem alone.
@@ -231,7 +235,7 @@ fn lifecycle(view: &ObjectView<'_>, wl: &Workload, now: DateTime<Utc>) -> Object
             }
         }
         (_, _, true) => stop_unadmitted(view),
-        _ if evicted && !shape.active(&obj.data) => release(wl, now),
+        _ if evicted && !shape.active(&obj.data) && !view.children_busy => release(wl, now),
         _ => ObjectPlan::default(),
     }
 }

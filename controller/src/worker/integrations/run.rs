@@ -18,7 +18,7 @@ use kube::{Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
 
 use super::plan::{ObjectPlan, ObjectWrite, plan};
-use super::view::views;
+use super::view::{busy_owners, views};
 use crate::events::{Event, Events, Reporter};
 use crate::integrations::Kind;
 use crate::jobs::template::FlavorPlacement;
@@ -33,6 +33,8 @@ const RETRY: Duration = Duration::from_millis(500);
 /// The caches the loop reads.
 pub struct ObjectCaches {
     pub objects: Vec<(Kind, Store<DynamicObject>)>,
+    /// batch/v1 Jobs (a JobSet's children): their pods hold the JobSet's quota.
+    pub jobs: Store<k8s_openapi::api::batch::v1::Job>,
     pub workloads: Store<Workload>,
     pub flavors: Store<ResourceFlavor>,
 }
@@ -126,10 +128,11 @@ async fn pass(
         .iter()
         .map(|f| (f.name_any(), FlavorPlacement::from(f.as_ref())))
         .collect();
+    let busy = busy_owners(&caches.jobs.state());
     let mut steps = Vec::new();
     for (kind, store) in &caches.objects {
         let objects = store.state();
-        for view in views(kind, &objects, &workloads, &flavors) {
+        for view in views(kind, &objects, &workloads, &flavors, &busy) {
             let ObjectPlan { write, event } = plan(&view, now);
             match (write, event) {
                 (Some(w), ev) => steps.push((kind.clone(), view.object.clone(), w, ev)),

@@ -62,7 +62,7 @@ fn one_write(obj: DynamicObject, workloads: Vec<Workload>) -> Option<ObjectWrite
     let workloads: Vec<Arc<Workload>> = workloads.into_iter().map(Arc::new).collect();
     let flavors = HashMap::from([("default".to_string(), FlavorPlacement::default())]);
     let kind = Kind::JobSet;
-    let all = views(&kind, &objects, &workloads, &flavors);
+    let all = views(&kind, &objects, &workloads, &flavors, &Default::default());
     assert!(all.len() <= 1);
     all.first().and_then(|v| plan(v, now()).write)
 }
@@ -142,4 +142,35 @@ fn a_copy_binds_to_its_prebuilt_workload_adopting_it_or_waiting_for_it() {
         matches!(one_write(copy, vec![replica]), Some(ObjectWrite::AdoptWorkload(w))
         if w.metadata.owner_references.as_ref().is_some_and(|o| o[0].kind == "JobSet"))
     );
+}
+
+#[test]
+fn a_child_job_whose_pods_still_terminate_holds_the_quota() {
+    let mut obj = jobset(true, &[QUEUED]);
+    obj.data["spec"]["suspend"] = json!(true);
+    let wl = with_status(
+        &workload_for(&Kind::JobSet, &obj, None).expect("wl"),
+        evicted(),
+    );
+    let objects = vec![Arc::new(obj)];
+    let workloads = vec![Arc::new(wl)];
+    let flavors = HashMap::new();
+    let child: k8s_openapi::api::batch::v1::Job = serde_json::from_value(json!({
+        "metadata": {"name": "train-w-0", "namespace": "team", "ownerReferences": [
+            {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "train", "uid": "uid-1", "controller": true}]},
+        "spec": {"suspend": true, "template": {}},
+        "status": {"terminating": 1}}))
+    .expect("child");
+    let busy = super::view::busy_owners(&[Arc::new(child.clone())]);
+    let kind = Kind::JobSet;
+    let held = views(&kind, &objects, &workloads, &flavors, &busy);
+    assert_eq!(plan(&held[0], now()).write, None, "a pod still terminates");
+    let mut gone = child;
+    gone.status = Some(Default::default());
+    let busy = super::view::busy_owners(&[Arc::new(gone)]);
+    let free = views(&kind, &objects, &workloads, &flavors, &busy);
+    assert!(matches!(
+        plan(&free[0], now()).write,
+        Some(ObjectWrite::WorkloadStatus { .. })
+    ));
 }

@@ -1,9 +1,10 @@
 //! Pairs each queued object of one kind with its Workload. Pure: caches in, views out.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use baton_crds::{Workload, WorkloadKey};
+use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
 use kube::core::DynamicObject;
 
@@ -14,12 +15,28 @@ use crate::integrations::workload::controlling_owner;
 use crate::jobs::template::FlavorPlacement;
 use crate::worker::jobs::view::Binding;
 
-/// The views of the objects of `kind` the worker handles, each with its Workload.
+/// The uids of the objects that control a batch/v1 Job with active or terminating pods.
+pub fn busy_owners(jobs: &[Arc<Job>]) -> HashSet<String> {
+    jobs.iter()
+        .filter(|j| {
+            j.status
+                .as_ref()
+                .is_some_and(|s| s.active.unwrap_or(0) > 0 || s.terminating.unwrap_or(0) > 0)
+        })
+        .flat_map(|j| j.owner_references().iter())
+        .filter(|o| o.controller == Some(true))
+        .map(|o| o.uid.clone())
+        .collect()
+}
+
+/// The views of the objects of `kind` the worker handles, each with its Workload; `busy`:
+/// the owners of Jobs whose pods still run ([`busy_owners`]).
 pub fn views<'a>(
     kind: &'a Kind,
     objects: &'a [Arc<DynamicObject>],
     workloads: &'a [Arc<Workload>],
     flavors: &'a HashMap<String, FlavorPlacement>,
+    busy: &HashSet<String>,
 ) -> Vec<ObjectView<'a>> {
     let mut by_name: HashMap<WorkloadKey, &Workload> = HashMap::new();
     let mut by_owner: HashMap<&str, Vec<&Workload>> = HashMap::new();
@@ -66,6 +83,7 @@ pub fn views<'a>(
                 object,
                 binding,
                 flavors,
+                children_busy: busy.contains(uid),
             }
         })
         .collect()
