@@ -50,6 +50,16 @@ impl DemoKind {
         self != DemoKind::Job
     }
 
+    /// The kind's name (singular), as the timeline says it.
+    pub fn noun(self) -> &'static str {
+        match self {
+            DemoKind::Job => "Job",
+            DemoKind::JobSet => "JobSet",
+            DemoKind::TrainJob => "TrainJob",
+            DemoKind::RayJob => "RayJob",
+        }
+    }
+
     /// The kind's name as the timeline says it (plural).
     pub fn plural_title(self) -> &'static str {
         match self {

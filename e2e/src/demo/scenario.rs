@@ -321,7 +321,7 @@ async fn play_with(
     } else {
         observer.expect_owner(created.metadata.uid.as_deref().unwrap_or_default());
     }
-    let mut timeline = Timeline::default();
+    let mut timeline = Timeline::of_kind(kind.noun());
     timeline.push(
         Duration::ZERO,
         Fact::Submitted {
