@@ -27,7 +27,7 @@ use baton_e2e::integrations::{
 use baton_e2e::multikueue::Env;
 use baton_e2e::workers::is_admitted;
 use kube::ResourceExt;
-use kube::api::{ApiResource, DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy};
+use kube::api::{ApiResource, DeleteParams, ListParams, PropagationPolicy};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(40);

@@ -25,7 +25,14 @@ async fn policy_suspends(cluster_name: &str, crd_file: &str, api: &str, doc: Val
         &helm,
         "baton",
         "baton-system",
-        &["--set", "mode=worker", "--api-versions", MAP_API, "--api-versions", api],
+        &[
+            "--set",
+            "mode=worker",
+            "--api-versions",
+            MAP_API,
+            "--api-versions",
+            api,
+        ],
     )
     .expect("render");
     let policies: Vec<Value> = docs
@@ -35,11 +42,20 @@ async fn policy_suspends(cluster_name: &str, crd_file: &str, api: &str, doc: Val
     let cluster = TestCluster::start_named(cluster_name).await.expect("start");
     let ns = "team-a";
     cluster
-        .apply_object("", "v1", "namespaces", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+        .apply_object(
+            "",
+            "v1",
+            "namespaces",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        )
         .expect("namespace");
     let client = cluster.client().expect("client");
-    let resource = install_crd(&client, &shipped_crd(crd_file).expect("CRD")).await.expect("CRD");
-    baton_e2e::chart::install(&client, &policies).await.expect("policies");
+    let resource = install_crd(&client, &shipped_crd(crd_file).expect("CRD"))
+        .await
+        .expect("CRD");
+    baton_e2e::chart::install(&client, &policies)
+        .await
+        .expect("policies");
     let objects = Api::<DynamicObject>::namespaced_with(client.clone(), ns, &resource);
     let unsuspended = |name: String, queued: bool| {
         let mut d = doc.clone();
@@ -52,13 +68,23 @@ async fn policy_suspends(cluster_name: &str, crd_file: &str, api: &str, doc: Val
         serde_json::from_value::<DynamicObject>(d).expect("doc")
     };
     let attempts = std::sync::atomic::AtomicUsize::new(0);
-    eventually(WAIT, "a queued object created unsuspended comes back suspended", || async {
-        let n = attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        match objects.create(&Default::default(), &unsuspended(format!("probe-{n}"), true)).await {
-            Ok(created) => is_suspended(&created),
-            Err(e) => panic!("creating a probe: {e}"),
-        }
-    })
+    eventually(
+        WAIT,
+        "a queued object created unsuspended comes back suspended",
+        || async {
+            let n = attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            match objects
+                .create(
+                    &Default::default(),
+                    &unsuspended(format!("probe-{n}"), true),
+                )
+                .await
+            {
+                Ok(created) => is_suspended(&created),
+                Err(e) => panic!("creating a probe: {e}"),
+            }
+        },
+    )
     .await;
     let free = objects
         .create(&Default::default(), &unsuspended("free".into(), false))
@@ -69,7 +95,13 @@ async fn policy_suspends(cluster_name: &str, crd_file: &str, api: &str, doc: Val
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_charts_policy_suspends_a_queued_rayjob_created_unsuspended() {
-    policy_suspends("rayjob-policy", "ray.io_rayjobs.yaml", "ray.io/v1/RayJob", queued_rayjob("x", 1, 1, false, LONG)).await;
+    policy_suspends(
+        "rayjob-policy",
+        "ray.io_rayjobs.yaml",
+        "ray.io/v1/RayJob",
+        queued_rayjob("x", 1, 1, false, LONG),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

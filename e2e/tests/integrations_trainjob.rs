@@ -1,10 +1,11 @@
 //! Kubeflow Trainer TrainJobs (`trainer.kubeflow.org/v1alpha1`, the CRDs as Trainer ships
-//! them) through the real `baton manager` (issue 27), manager side: the TrainJob's Workload is
-//! built from its ClusterTrainingRuntime and `numNodes` (the trainer step runs `numNodes` pods
-//! with the TrainJob's `resourcesPerNode`), only the winner gets a copy (without
-//! `managedBy`), the copy's status is mirrored, and deleting the TrainJob cleans every
-//! worker. Baton's worker does not start TrainJobs (no `podTemplateOverrides` yet): the test
-//! plays the worker's Trainer controller by writing the copy's status.
+//! them) through the real `baton manager` and `baton worker`s (issue 27), on the testbed's
+//! stand-in Trainer and JobSet controllers: the TrainJob's Workload is built from its
+//! ClusterTrainingRuntime and `numNodes` (the trainer step runs `numNodes` pods with the
+//! TrainJob's `resourcesPerNode`), only the winner gets a copy (without MultiKueue's
+//! `managedBy`), which the worker starts with its flavors as a `runtimePatches` entry; the
+//! copy's status is mirrored; evicted on its worker (its pods gone first) it runs again
+//! elsewhere; deleting the TrainJob cleans every worker.
 
 use std::time::Duration;
 
@@ -15,11 +16,13 @@ use baton_e2e::harness::{apply, eventually};
 use baton_e2e::integrations::{integrations_dir, shipped_crd};
 use baton_e2e::multikueue::Env;
 use kube::ResourceExt;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{DeleteParams, ListParams};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(40);
 const WORKERS: usize = 2;
+/// The pods of TrainJob `train` (of its JobSet, which has its name).
+const PODS: &str = "jobset.sigs.k8s.io/jobset-name=train";
 
 async fn workload_owned(env: &Env, name: &str) -> Option<Workload> {
     let all = env
@@ -55,6 +58,10 @@ async fn a_trainjob_gets_its_workload_from_its_runtime_and_runs_its_copy_on_one_
     )
     .await
     .expect("runtime CRD");
+    // A TrainJob runs as a JobSet.
+    env.install_crd_everywhere(&shipped_crd("jobset.x-k8s.io_jobsets.yaml").expect("CRD"))
+        .await
+        .expect("JobSet CRD");
     apply(&env.manager_client(), &runtime())
         .await
         .expect("runtime on the manager");
@@ -72,7 +79,8 @@ async fn a_trainjob_gets_its_workload_from_its_runtime_and_runs_its_copy_on_one_
 
     env.create_object(0, &trainjobs, json!({
         "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-        "metadata": {"name": "train", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+        "metadata": {"name": "train", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+            "annotations": {baton_e2e::jobs::RUN_SECONDS: "600"}},
         "spec": {"runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime", "name": "torch-distributed"},
             "suspend": true, "managedBy": "kueue.x-k8s.io/multikueue",
             "trainer": {"numNodes": 3, "image": "python:3.11-slim", "resourcesPerNode": {"requests": {"cpu": "1"}}}},
@@ -99,8 +107,10 @@ async fn a_trainjob_gets_its_workload_from_its_runtime_and_runs_its_copy_on_one_
             .then(|| (1..=WORKERS).find(|&i| env.cluster(i) == cluster))?
     })
     .await;
-    let copy = eventually(WAIT, "the copy on the winner", || async {
-        env.object(winner, &trainjobs, "train").await
+    let copy = eventually(WAIT, "the copy started on the winner", || async {
+        env.object(winner, &trainjobs, "train")
+            .await
+            .filter(|j| j.data.pointer("/spec/suspend") == Some(&json!(false)))
     })
     .await;
     // Removed from the copy; the CRD defaults it to Trainer's own controller.
@@ -109,28 +119,56 @@ async fn a_trainjob_gets_its_workload_from_its_runtime_and_runs_its_copy_on_one_
         Some(&json!("trainer.kubeflow.org/trainjob-controller")),
         "run by the worker's Trainer controller, not MultiKueue"
     );
-    assert_eq!(copy.data.pointer("/spec/trainer/numNodes"), Some(&json!(3)));
+    assert_eq!(
+        copy.data.pointer("/spec/runtimePatches/0/manager"),
+        Some(&json!("kueue.x-k8s.io/manager")),
+        "the flavors as a runtime patch"
+    );
     assert_eq!(
         env.holders(&trainjobs, "train").await,
         vec![winner],
         "no copy on the loser"
     );
-
-    let status = json!({"jobsStatus": [{"name": "node", "active": 3, "ready": 3, "succeeded": 0, "failed": 0, "suspended": 0}]});
-    env.objects(winner, &trainjobs)
-        .patch_status(
-            "train",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"status": status})),
-        )
-        .await
-        .expect("copy status");
+    eventually(WAIT, "numNodes pods on the winner", || async {
+        (env.pods(winner, PODS).await.len() == 3).then_some(())
+    })
+    .await;
+    assert!(
+        env.pods(3 - winner, PODS).await.is_empty(),
+        "pods on the loser"
+    );
     eventually(
         WAIT,
         "the manager TrainJob's status mirrors the copy's",
         || async {
-            let obj = env.object(0, &trainjobs, "train").await?;
-            (obj.data.pointer("/status/jobsStatus/0/active") == Some(&json!(3))).then_some(())
+            let manager = env.object(0, &trainjobs, "train").await?;
+            let copy = env.object(winner, &trainjobs, "train").await?;
+            let jobs = manager.data.pointer("/status/jobsStatus")?;
+            (jobs.as_array().is_some_and(|a| !a.is_empty())
+                && manager.data.get("status") == copy.data.get("status"))
+            .then_some(())
+        },
+    )
+    .await;
+
+    // Evicted on its worker by local work of higher priority: it runs again on the other.
+    env.submit_on_worker(winner, "local", 4, 1000, json!({}))
+        .await
+        .expect("local");
+    let second = 3 - winner;
+    eventually(WAIT, "the copy started on the other worker", || async {
+        env.object(second, &trainjobs, "train")
+            .await
+            .filter(|j| j.data.pointer("/spec/suspend") == Some(&json!(false)))
+    })
+    .await;
+    eventually(
+        WAIT,
+        "only the new winner holds a copy, with its pods",
+        || async {
+            (env.holders(&trainjobs, "train").await == vec![second]
+                && env.pods(second, PODS).await.len() == 3)
+                .then_some(())
         },
     )
     .await;
@@ -144,6 +182,7 @@ async fn a_trainjob_gets_its_workload_from_its_runtime_and_runs_its_copy_on_one_
         for i in 1..=WORKERS {
             if env.object(i, &trainjobs, "train").await.is_some()
                 || env.replica(i, &name).await.is_some()
+                || !env.pods(i, PODS).await.is_empty()
             {
                 return false;
             }

@@ -132,7 +132,7 @@ these only.
 {{- define "baton.integrations" -}}
 {{- $builtIn := list
   (dict "framework" "jobset.x-k8s.io/jobset" "group" "jobset.x-k8s.io" "version" "v1alpha2" "kind" "JobSet" "plural" "jobsets" "worker" true "external" false)
-  (dict "framework" "trainer.kubeflow.org/trainjob" "group" "trainer.kubeflow.org" "version" "v1alpha1" "kind" "TrainJob" "plural" "trainjobs" "worker" false "external" false)
+  (dict "framework" "trainer.kubeflow.org/trainjob" "group" "trainer.kubeflow.org" "version" "v1alpha1" "kind" "TrainJob" "plural" "trainjobs" "worker" true "external" false)
   (dict "framework" "ray.io/rayjob" "group" "ray.io" "version" "v1" "kind" "RayJob" "plural" "rayjobs" "worker" true "external" false) }}
 {{- $chosen := (.Values.integrations | default dict).frameworks | default "auto" }}
 {{- $out := list }}

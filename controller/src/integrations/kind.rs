@@ -54,7 +54,7 @@ impl Kind {
 
     /// Whether the worker runs objects of this kind (the Job loop, or `worker::integrations`).
     pub fn runs_on_worker(&self) -> bool {
-        matches!(self, Kind::Job | Kind::JobSet | Kind::RayJob)
+        !matches!(self, Kind::External(_))
     }
 
     /// A built-in kind from its Kueue framework name (`jobset.x-k8s.io/jobset`).

@@ -70,6 +70,16 @@ pub trait Shape: Send + Sync {
     fn runtime(&self, _object: &Value, _namespace: &str) -> Option<RuntimeRef> {
         None
     }
+    /// Whether each role's template lives in the object (at [`RolePodSet::path`]); when not
+    /// (a TrainJob), admission writes through [`Shape::place`] instead.
+    fn templates_in_object(&self) -> bool {
+        true
+    }
+    /// Writes each role's placement (`(pod set, a pod template holding only the flavors'
+    /// node selector and tolerations)`) into an object whose templates live elsewhere.
+    fn place(&self, _object: &mut Value, _placements: &[(String, Value)]) {}
+    /// Takes out what [`Shape::place`] wrote.
+    fn unplace(&self, _object: &mut Value) {}
     /// `Some` once the object completed or failed.
     fn finished(&self, object: &Value) -> Option<Finished>;
     /// Whether pods of the object may still run (its quota is held until this is false).

@@ -320,3 +320,52 @@ fn admission_injects_into_every_role_and_eviction_puts_them_back() {
         "a pod set without an assignment is an error, not a half start"
     );
 }
+
+#[test]
+fn a_trainjob_gets_its_flavors_as_a_runtime_patch_and_loses_only_that_patch_on_eviction() {
+    let runtime = json!({"spec": {"template": {"spec": {"replicatedJobs": [
+        {"name": "node", "template": {"spec": {"template": {"spec": {"containers": [{"name": "node", "image": "t",
+            "resources": {"requests": {"cpu": "1"}}}]}}}}}]}}}});
+    let kind = Kind::TrainJob;
+    let shape = kind.shape().expect("shape");
+    let mut obj = object(
+        &kind,
+        json!({"spec": {"suspend": true, "runtimeRef": {"name": "r"},
+        "runtimePatches": [{"manager": "someone-else"}]}}),
+    );
+    let wl = workload_for(&kind, &obj, Some(&runtime)).expect("wl");
+    let flavors = HashMap::from([(
+        "gpu-a".to_string(),
+        FlavorPlacement {
+            node_labels: BTreeMap::from([("pool".to_string(), "a".to_string())]),
+            tolerations: vec![],
+        },
+    )]);
+    obj.data = started(
+        shape,
+        &obj.data,
+        &wl,
+        &admission(&["node"]),
+        &flavors,
+        false,
+    )
+    .expect("start");
+    assert_eq!(obj.data.pointer("/spec/suspend"), Some(&json!(false)));
+    let patches = obj
+        .data
+        .pointer("/spec/runtimePatches")
+        .and_then(Value::as_array)
+        .expect("patches");
+    assert_eq!(patches.len(), 2, "the other manager's patch stays");
+    assert_eq!(
+        patches[1].pointer("/trainingRuntimeSpec/template/spec/replicatedJobs/0/template/spec/template/spec/nodeSelector/pool"),
+        Some(&json!("a"))
+    );
+    assert_eq!(patches[1]["manager"], json!("kueue.x-k8s.io/manager"));
+    let stopped = stopped(shape, &obj.data, &wl).expect("stop");
+    assert_eq!(
+        stopped.pointer("/spec/runtimePatches"),
+        Some(&json!([{"manager": "someone-else"}]))
+    );
+    assert_eq!(stopped.pointer("/spec/suspend"), Some(&json!(true)));
+}

@@ -39,6 +39,19 @@ pub fn started(
     from_recorded: bool,
 ) -> Result<Value, WriteError> {
     let mut out = object.clone();
+    if !shape.templates_in_object() {
+        let mut placed = Vec::new();
+        for set in &wl.spec.pod_sets {
+            let placements = assigned_placements(admission, &set.name, flavors)?;
+            let template = inject(&PodTemplateSpec::default(), &placements);
+            let value = serde_json::to_value(&template)
+                .map_err(|e| WriteError::Template(set.name.clone(), e.to_string()))?;
+            placed.push((set.name.clone(), value));
+        }
+        shape.place(&mut out, &placed);
+        set_suspend(&mut out, false);
+        return Ok(out);
+    }
     for (role, recorded) in roles(shape, object, wl)? {
         let placements = assigned_placements(admission, &role.name, flavors)?;
         let Some(path) = &role.path else { continue };
@@ -57,6 +70,11 @@ pub fn started(
 /// `object` stopped: `spec.suspend: true`, every role's template as its Workload recorded it.
 pub fn stopped(shape: &dyn Shape, object: &Value, wl: &Workload) -> Result<Value, WriteError> {
     let mut out = object.clone();
+    if !shape.templates_in_object() {
+        shape.unplace(&mut out);
+        set_suspend(&mut out, true);
+        return Ok(out);
+    }
     for (role, recorded) in roles(shape, object, wl)? {
         let Some(path) = &role.path else { continue };
         let current = typed(&role.name, &role.template)?;

@@ -35,7 +35,7 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
         started = leader::start(client.clone(), &config, "baton-worker", namespace) => started?,
         _ = shutdown.clone().requested() => return Ok(()),
     };
-    // The kinds besides Jobs that the worker runs (TrainJob needs more than this loop does).
+    // The kinds besides Jobs that the worker runs.
     let kinds: Vec<Kind> = crate::served::resolve(&client, &config, false)
         .await?
         .into_iter()

@@ -5,11 +5,13 @@
 //! `node`) runs `numNodes` pods (the TrainJob's `spec.trainer.numNodes`, else the runtime's
 //! `spec.mlPolicy.numNodes`, else 1), its `node` container with the TrainJob's
 //! `resourcesPerNode` when given. The TrainJob holds no pod template of its own: admission
-//! cannot write flavors into one (upstream writes `podTemplateOverrides`; not done here).
+//! writes the flavors' node selectors and tolerations as a `spec.runtimePatches` entry of
+//! manager `kueue.x-k8s.io/manager` (one replicated job per pod set), as upstream Kueue does,
+//! and eviction takes that entry out.
 //! Finished on `Complete` or `Failed`; active while its JobSet has active Jobs
 //! (`status.jobsStatus[].active`).
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::integrations::kinds::jobset::JobSet;
 use crate::integrations::shape::{
@@ -19,6 +21,8 @@ use crate::integrations::shape::{
 pub struct TrainJob;
 
 const ANCESTOR_LABEL: &str = "trainer.kubeflow.org/trainjob-ancestor-step";
+/// The `runtimePatches` manager of the entry admission writes.
+pub const PATCH_MANAGER: &str = "kueue.x-k8s.io/manager";
 
 impl Shape for TrainJob {
     fn runtime(&self, job: &Value, namespace: &str) -> Option<RuntimeRef> {
@@ -110,6 +114,35 @@ impl Shape for TrainJob {
             }
         }
         Ok(sets)
+    }
+
+    fn templates_in_object(&self) -> bool {
+        false
+    }
+
+    fn place(&self, job: &mut Value, placements: &[(String, Value)]) {
+        self.unplace(job);
+        let jobs: Vec<Value> = placements
+            .iter()
+            .map(|(name, template)| json!({"name": name, "template": {"spec": {"template": template}}}))
+            .collect();
+        let entry = json!({"manager": PATCH_MANAGER,
+            "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": jobs}}}});
+        if let Some(spec) = job.get_mut("spec").and_then(Value::as_object_mut) {
+            let patches = spec.entry("runtimePatches").or_insert_with(|| json!([]));
+            if let Some(list) = patches.as_array_mut() {
+                list.push(entry);
+            }
+        }
+    }
+
+    fn unplace(&self, job: &mut Value) {
+        if let Some(list) = job
+            .pointer_mut("/spec/runtimePatches")
+            .and_then(Value::as_array_mut)
+        {
+            list.retain(|p| p.get("manager").and_then(Value::as_str) != Some(PATCH_MANAGER));
+        }
     }
 
     fn finished(&self, job: &Value) -> Option<Finished> {

@@ -128,7 +128,19 @@ async fn pass(
         .iter()
         .map(|f| (f.name_any(), FlavorPlacement::from(f.as_ref())))
         .collect();
-    let busy = busy_owners(&caches.jobs.state());
+    let mut busy = busy_owners(&caches.jobs.state());
+    // One level up: a TrainJob's JobSet is busy while its Jobs are.
+    for (_, store) in &caches.objects {
+        for obj in store.state() {
+            if obj.metadata.uid.as_ref().is_some_and(|u| busy.contains(u)) {
+                let owners = obj
+                    .owner_references()
+                    .iter()
+                    .filter(|o| o.controller == Some(true));
+                busy.extend(owners.map(|o| o.uid.clone()).collect::<Vec<_>>());
+            }
+        }
+    }
     let mut steps = Vec::new();
     for (kind, store) in &caches.objects {
         let objects = store.state();
