@@ -87,7 +87,6 @@ async fn the_jobset_demo_preempts_on_one_cluster_and_on_three_without_orchestrat
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "baton worker does not run TrainJobs yet (controller/src/worker/integrations: no flavors into runtimePatches): the fillers are never admitted"]
 async fn the_trainjob_demo_preempts_on_one_cluster_and_on_three_without_orchestration() {
     one_cluster_preempts_with_orchestration_and_every_one_without(DemoKind::TrainJob).await;
 }

@@ -45,6 +45,16 @@ pub struct Shape<'a> {
 }
 
 impl DemoKind {
+    /// The kind of the low-priority fillers submitted on the workers: the kind itself, but
+    /// JobSets for TrainJobs (what a TrainJob runs as): `baton worker` admits TrainJobs only
+    /// as MultiKueue copies (it reads no training runtimes for TrainJobs queued on it).
+    pub fn filler_kind(self) -> DemoKind {
+        match self {
+            DemoKind::TrainJob => DemoKind::JobSet,
+            other => other,
+        }
+    }
+
     /// Whether the kind needs the integration CRDs.
     pub fn needs_integrations(self) -> bool {
         self != DemoKind::Job
@@ -232,6 +242,8 @@ mod tests {
             assert!(kind.document(&shape(false))["spec"]["managedBy"].is_null());
         }
         assert!(!DemoKind::Job.needs_integrations());
+        assert_eq!(DemoKind::TrainJob.filler_kind(), DemoKind::JobSet);
+        assert_eq!(DemoKind::RayJob.filler_kind(), DemoKind::RayJob);
         assert!(DemoKind::RayJob.needs_integrations());
     }
 

@@ -112,6 +112,8 @@ async fn fill_workers(
     kind: DemoKind,
     console: &Console,
 ) -> anyhow::Result<()> {
+    // What the fillers are (JobSets for the TrainJob demo).
+    let kind = kind.filler_kind();
     let fillers = shape.fillers();
     let filler_pods = shape.filler_pods;
     let workers: Vec<String> = (1..=sandbox.workers.len()).map(worker_name).collect();
