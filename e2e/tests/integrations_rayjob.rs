@@ -6,6 +6,7 @@
 //!   worker group, runs on exactly one worker (started there by the worker's integration),
 //!   its `jobStatus` and `jobDeploymentStatus` are mirrored on the manager, and its completion
 //!   finishes the workload and removes the copy; deleting another one cleans every worker;
+//! - a winner evicted on its worker runs again on the other;
 //! - on a worker, preemption suspends the victim RayJob, and its quota is freed only once its
 //!   pods are gone (KubeRay reports `Suspending`, then `Suspended`).
 
@@ -217,4 +218,57 @@ async fn preemption_suspends_a_rayjob_and_frees_its_quota_only_once_its_pods_are
         saw_pods.load(std::sync::atomic::Ordering::Relaxed),
         "the victim's pods were never seen stopping (the check saw nothing)"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_winner_evicted_on_its_worker_runs_again_elsewhere() {
+    let mut env = Env::start(WORKERS).await.expect("env");
+    let rayjobs = env
+        .install_crd_everywhere(&shipped_crd(CRD).expect("RayJob CRD"))
+        .await
+        .expect("CRD");
+    let mut processes = Vec::new();
+    for i in 1..=WORKERS {
+        env.install_worker_queues(i, 4, json!({}))
+            .await
+            .expect("queues");
+        processes.push(env.start_worker(i, "").expect("worker"));
+    }
+    processes.push(env.start_manager("gcInterval: 1s\n").expect("manager"));
+    env.create_object(0, &rayjobs, queued_rayjob("long", 1, 2, true, LONG))
+        .await
+        .expect("manager RayJob");
+    let first = eventually(WAIT, "the copy started somewhere", || async {
+        for i in 1..=WORKERS {
+            if env
+                .object(i, &rayjobs, "long")
+                .await
+                .is_some_and(|j| !is_suspended(&j))
+            {
+                return Some(i);
+            }
+        }
+        None
+    })
+    .await;
+    env.submit_on_worker(first, "local", 4, 1000, json!({}))
+        .await
+        .expect("local workload");
+    let second = 3 - first;
+    eventually(
+        WAIT,
+        "the copy started on the other worker, and only there",
+        || async {
+            let started = env
+                .object(second, &rayjobs, "long")
+                .await
+                .is_some_and(|j| !is_suspended(&j));
+            (started && env.holders(&rayjobs, "long").await == vec![second]).then_some(())
+        },
+    )
+    .await;
+    eventually(WAIT, "its pods there", || async {
+        (env.pods(second, RAY_PODS).await.len() == 2).then_some(())
+    })
+    .await;
 }
