@@ -72,6 +72,73 @@ pub struct Configuration {
     pub metrics_bind_address: String,
     /// Address of the `/livez` and `/readyz` endpoints.
     pub health_probe_bind_address: String,
+    /// Which job kinds Baton handles (Kueue's `integrations`).
+    pub integrations: IntegrationsConfig,
+    /// MultiKueue settings (Kueue's `multiKueue`): the manager's generic adapter.
+    pub multi_kueue: MultiKueueConfig,
+}
+
+/// `integrations`: the built-in job kinds, by Kueue's framework names (`batch/job`,
+/// `jobset.x-k8s.io/jobset`, `trainer.kubeflow.org/trainjob`, `ray.io/rayjob`). Unset: every
+/// built-in kind whose CRD the cluster serves, found at start-up. batch/v1 Jobs are always
+/// handled.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct IntegrationsConfig {
+    pub frameworks: Option<Vec<String>>,
+}
+
+/// `multiKueue`.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct MultiKueueConfig {
+    /// Other kinds the manager dispatches with the generic adapter, each named
+    /// `Kind.version.group` (`PipelineRun.v1.tekton.dev`). The kind's CRD must have
+    /// `spec.managedBy`; its Workloads come from its own Kueue integration.
+    pub external_frameworks: Vec<ExternalFramework>,
+}
+
+/// One `multiKueue.externalFrameworks` entry.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ExternalFramework {
+    pub name: String,
+}
+
+impl Configuration {
+    /// The built-in kinds configured (`None`: found at start-up), Job left out (always on).
+    pub fn framework_kinds(&self) -> Result<Option<Vec<crate::integrations::Kind>>, ConfigError> {
+        let Some(names) = &self.integrations.frameworks else {
+            return Ok(None);
+        };
+        let mut kinds = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let kind = crate::integrations::Kind::from_framework(name).map_err(|e| {
+                ConfigError::new(format!("integrations.frameworks[{i}]"), e.to_string())
+            })?;
+            if kind != crate::integrations::Kind::Job && !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+        Ok(Some(kinds))
+    }
+
+    /// The external kinds of `multiKueue.externalFrameworks`.
+    pub fn external_kinds(&self) -> Result<Vec<crate::integrations::Kind>, ConfigError> {
+        self.multi_kueue
+            .external_frameworks
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                crate::integrations::Kind::external(&f.name).map_err(|e| {
+                    ConfigError::new(
+                        format!("multiKueue.externalFrameworks[{i}].name"),
+                        e.to_string(),
+                    )
+                })
+            })
+            .collect()
+    }
 }
 
 impl Default for Configuration {
@@ -92,6 +159,8 @@ impl Default for Configuration {
             leader_election: LeaderElectionConfig::default(),
             metrics_bind_address: "0.0.0.0:8080".to_string(),
             health_probe_bind_address: "0.0.0.0:8081".to_string(),
+            integrations: IntegrationsConfig::default(),
+            multi_kueue: MultiKueueConfig::default(),
         }
     }
 }
@@ -282,6 +351,8 @@ impl Configuration {
 
     /// Checks every field's range and relations.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.framework_kinds()?;
+        self.external_kinds()?;
         positive(
             "singleClusterPreemptionTimeout",
             self.single_cluster_preemption_timeout,
@@ -537,6 +608,14 @@ healthProbeBindAddress: 127.0.0.1:9091
     #[test]
     fn errors_name_the_field() {
         let cases: &[(&str, &str)] = &[
+            (
+                "integrations: {frameworks: [kubeflow.org/mpijob]}",
+                "integrations.frameworks[0]",
+            ),
+            (
+                "multiKueue: {externalFrameworks: [{name: Thing}]}",
+                "multiKueue.externalFrameworks[0].name",
+            ),
             (
                 "singleClusterPreemptionTimeout: 0s",
                 "singleClusterPreemptionTimeout",

@@ -8,6 +8,7 @@ pub mod chaos;
 pub mod chart;
 pub mod demo;
 pub mod harness;
+pub mod integrations;
 pub mod jobs;
 pub mod malformed;
 pub mod manager_quota;

@@ -324,6 +324,18 @@ fn chart_app_version_is_the_workspace_version() {
     assert_eq!(chart["appVersion"], env!("CARGO_PKG_VERSION"));
 }
 
+/// The configuration the chart renders with nothing set in values: every default, but the
+/// integrations spelled out as the chart found them (none served here but Jobs), so that the
+/// RBAC it rendered and the kinds `baton` handles agree.
+fn chart_defaults() -> Configuration {
+    Configuration {
+        integrations: baton::config::IntegrationsConfig {
+            frameworks: Some(vec!["batch/job".to_string()]),
+        },
+        ..Configuration::default()
+    }
+}
+
 #[test]
 fn manager_mode_is_hardened_and_least_privilege() {
     let helm = helm_or_skip!();
@@ -345,7 +357,7 @@ fn manager_mode_is_hardened_and_least_privilege() {
     assert_eq!(manager.common.kubeconfig, None, "in-cluster configuration");
 
     // Nothing set in values: the file changes no default.
-    assert_eq!(render.config(), Configuration::default());
+    assert_eq!(render.config(), chart_defaults());
 
     // Secrets: only through a Role in the release namespace, read-only.
     assert_no_cluster_wide_secrets(&render);
@@ -451,7 +463,7 @@ fn worker_mode_reads_no_secret() {
         worker.namespace, NS,
         "the leader Lease is in the release namespace"
     );
-    assert_eq!(render.config(), Configuration::default());
+    assert_eq!(render.config(), chart_defaults());
 
     for kind in ["ClusterRole", "Role"] {
         for role in render.all(kind) {

@@ -74,7 +74,22 @@ impl ChartEnv {
         workers: usize,
         edit: impl FnOnce(&mut Vec<Value>, &mut Vec<Value>),
     ) -> Self {
+        Self::start_with(helm, workers, &[], &[], edit).await
+    }
+
+    /// As [`ChartEnv::start`], with `crds` installed on every cluster first (as an admin)
+    /// and `args` added to both renders.
+    async fn start_with(
+        helm: &Path,
+        workers: usize,
+        crds: &[Value],
+        args: &[&str],
+        edit: impl FnOnce(&mut Vec<Value>, &mut Vec<Value>),
+    ) -> Self {
         let env = Env::start(workers).await.expect("env");
+        for crd in crds {
+            env.install_crd_everywhere(crd).await.expect("CRD");
+        }
         let worker_namespace = env
             .clusters
             .namespace("baton-system")
@@ -86,9 +101,12 @@ impl ChartEnv {
         } else {
             env.namespace.clone()
         };
+        let manager_args: Vec<&str> = ["--set", "mode=manager"]
+            .into_iter()
+            .chain(args.iter().copied())
+            .collect();
         let mut manager_docs = rbac_objects(
-            &render(helm, &release, &env.namespace, &["--set", "mode=manager"])
-                .expect("manager render"),
+            &render(helm, &release, &env.namespace, &manager_args).expect("manager render"),
         );
         let mut worker_docs = rbac_objects(
             &render(
@@ -100,7 +118,10 @@ impl ChartEnv {
                     "mode=worker",
                     "--set",
                     "managerAccess.enabled=true",
-                ],
+                ]
+                .into_iter()
+                .chain(args.iter().copied())
+                .collect::<Vec<_>>(),
             )
             .expect("worker render"),
         );
@@ -1030,4 +1051,173 @@ async fn a_manager_that_may_not_delete_jobs_on_a_worker_leaves_the_copy() {
             .is_some(),
         "the copy was deleted without the permission"
     );
+}
+
+/// JobSets with the chart's permissions for the JobSet integration and no more: a JobSet
+/// queued on the manager gets its Workload, a copy on the winner that the worker starts, its
+/// status mirrored, and its deletion cleans the worker; nobody is denied anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobsets_run_with_only_the_charts_permissions_for_their_integration() {
+    use baton_e2e::integrations::{
+        is_suspended as suspended, queued_jobset, resource_of, shipped_crd,
+    };
+    let Some(helm) = helm_or_skip() else { return };
+    let crd = shipped_crd("jobset.x-k8s.io_jobsets.yaml").expect("JobSet CRD");
+    let jobsets = resource_of(&crd);
+    let mut ce = ChartEnv::start_with(
+        &helm,
+        2,
+        &[crd],
+        &["--set", "integrations.frameworks={jobset.x-k8s.io/jobset}"],
+        |_, _| {},
+    )
+    .await;
+    for i in 1..=2 {
+        ce.start_worker(i);
+    }
+    ce.start_manager();
+    ce.clusters_active().await;
+    let env = &ce.env;
+    env.create_object(0, &jobsets, queued_jobset("remote", 2, 1, 1, true))
+        .await
+        .expect("manager JobSet");
+    let (workload, cluster) = eventually(WAIT, "the JobSet's Workload admitted", || async {
+        let wls = env
+            .manager_workloads()
+            .list(&Default::default())
+            .await
+            .ok()?;
+        let wl = wls.items.into_iter().find(|w| {
+            w.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.kind == "JobSet")
+        })?;
+        let cluster = wl.status.as_ref()?.cluster_name.clone()?;
+        Some((wl.metadata.name.clone()?, cluster))
+    })
+    .await;
+    let winner = (1..=2)
+        .find(|i| env.cluster(*i) == cluster)
+        .expect("a known worker");
+    eventually(WAIT, "the copy started on the winner", || async {
+        env.object(winner, &jobsets, "remote")
+            .await
+            .filter(|j| !suspended(j))
+    })
+    .await;
+    assert!(
+        env.object(3 - winner, &jobsets, "remote").await.is_none(),
+        "a copy on the loser"
+    );
+    // The worker's JobSet controller (the testbed's stand-in) reports; the manager shows it.
+    eventually(WAIT, "the copy's status mirrored", || async {
+        let manager = env.object(0, &jobsets, "remote").await?;
+        let copy = env.object(winner, &jobsets, "remote").await?;
+        let reported = copy.data.pointer("/status/replicatedJobsStatus")?;
+        (reported.as_array().is_some_and(|a| !a.is_empty())
+            && manager.data.get("status") == copy.data.get("status"))
+        .then_some(())
+    })
+    .await;
+    env.objects(0, &jobsets)
+        .delete("remote", &DeleteParams::background())
+        .await
+        .expect("delete");
+    eventually(WAIT, "the copy deleted with the manager JobSet", || async {
+        let copy = env.object(winner, &jobsets, "remote").await;
+        let wl = env.manager_workloads().get_opt(&workload).await;
+        (copy.is_none() && matches!(wl, Ok(None))).then_some(())
+    })
+    .await;
+    for p in &mut ce.processes {
+        let log = p.log_text();
+        let denied = denials(&log);
+        assert!(
+            denied.is_empty(),
+            "{} was denied:\n{}",
+            p.name,
+            denied.join("\n")
+        );
+        assert!(p.is_running(), "{} exited", p.name);
+    }
+}
+
+/// RBAC per enabled kind only: the default render (no integration API served) grants
+/// nothing on JobSets, TrainJobs or RayJobs; a served kind gets its own rules and no other.
+#[test]
+fn the_chart_grants_each_integration_only_where_it_is_enabled() {
+    let Some(helm) = helm_or_skip() else { return };
+    let groups = |args: &[&str]| -> Vec<String> {
+        let docs = rbac_objects(&render(&helm, "baton", "baton-system", args).expect("render"));
+        let mut groups: Vec<String> = docs
+            .iter()
+            .flat_map(|d| d["rules"].as_array().cloned().unwrap_or_default())
+            .flat_map(|r| r["apiGroups"].as_array().cloned().unwrap_or_default())
+            .filter_map(|g| g.as_str().map(str::to_string))
+            .filter(|g| {
+                [
+                    "jobset.x-k8s.io",
+                    "ray.io",
+                    "trainer.kubeflow.org",
+                    "apiextensions.k8s.io",
+                ]
+                .contains(&g.as_str())
+            })
+            .collect();
+        groups.sort();
+        groups.dedup();
+        groups
+    };
+    for mode in ["mode=manager", "mode=worker"] {
+        assert!(
+            groups(&["--set", mode, "--set", "managerAccess.enabled=true"]).is_empty(),
+            "{mode}"
+        );
+        assert_eq!(
+            groups(&[
+                "--set",
+                mode,
+                "--set",
+                "managerAccess.enabled=true",
+                "--api-versions",
+                "ray.io/v1/RayJob"
+            ]),
+            vec!["ray.io".to_string()],
+            "{mode}"
+        );
+    }
+    // An external kind: its resource, and read access to its CRD by name only.
+    let docs = rbac_objects(
+        &render(
+            &helm,
+            "baton",
+            "baton-system",
+            &[
+                "--set",
+                "mode=manager",
+                "--set",
+                "integrations.externalFrameworks[0].name=PipelineRun.v1.tekton.dev",
+            ],
+        )
+        .expect("render"),
+    );
+    let rules: Vec<Value> = docs
+        .iter()
+        .flat_map(|d| d["rules"].as_array().cloned().unwrap_or_default())
+        .collect();
+    assert!(
+        rules.iter().any(|r| r["apiGroups"] == json!(["tekton.dev"])
+            && r["resources"] == json!(["pipelineruns"]))
+    );
+    let crd_rule = rules
+        .iter()
+        .find(|r| r["apiGroups"] == json!(["apiextensions.k8s.io"]))
+        .expect("a CRD rule");
+    assert_eq!(
+        crd_rule["resourceNames"],
+        json!(["pipelineruns.tekton.dev"])
+    );
+    assert_eq!(crd_rule["verbs"], json!(["get"]));
 }

@@ -72,6 +72,22 @@ follow ports.* so that probes, Service and binary agree.
 {{- $_ := set . "qps" $qps }}
 {{- end }}
 {{- end }}
+{{- $frameworks := list "batch/job" }}
+{{- range (include "baton.integrations" . | fromJsonArray) }}
+{{- if not .external }}{{ $frameworks = append $frameworks .framework }}{{ end }}
+{{- end }}
+{{- $integrations := deepCopy ($config.integrations | default dict) }}
+{{- $_ := set $integrations "frameworks" $frameworks }}
+{{- $_ := set $config "integrations" $integrations }}
+{{- $externals := list }}
+{{- range (include "baton.integrations" . | fromJsonArray) }}
+{{- if .external }}{{ $externals = append $externals (dict "name" .framework) }}{{ end }}
+{{- end }}
+{{- if $externals }}
+{{- $mk := deepCopy ($config.multiKueue | default dict) }}
+{{- $_ := set $mk "externalFrameworks" $externals }}
+{{- $_ := set $config "multiKueue" $mk }}
+{{- end }}
 {{- $_ := set $config "metricsBindAddress" (printf "0.0.0.0:%d" (int .Values.ports.metrics)) }}
 {{- $_ := set $config "healthProbeBindAddress" (printf "0.0.0.0:%d" (int .Values.ports.health)) }}
 {{- toYaml $config }}
@@ -104,4 +120,40 @@ jobs.admissionPolicies.mutating true, or auto where the cluster serves the v1 AP
 {{/* "true" when the chart installs the ValidatingAdmissionPolicy for queued Jobs. */}}
 {{- define "baton.jobs.validatingPolicy" -}}
 {{- if eq (toString (dig "admissionPolicies" "validating" true (.Values.jobs | default dict))) "true" }}true{{ end }}
+{{- end }}
+
+{{/*
+The job kinds enabled besides batch/v1 Jobs, as a JSON list of
+{framework, group, version, kind, plural, worker, external}: integrations.frameworks
+("auto": each built-in kind whose API the cluster serves at install time), then, on the
+manager, integrations.externalFrameworks. RBAC and admission policies are rendered for
+these only.
+*/}}
+{{- define "baton.integrations" -}}
+{{- $builtIn := list
+  (dict "framework" "jobset.x-k8s.io/jobset" "group" "jobset.x-k8s.io" "version" "v1alpha2" "kind" "JobSet" "plural" "jobsets" "worker" true "external" false)
+  (dict "framework" "trainer.kubeflow.org/trainjob" "group" "trainer.kubeflow.org" "version" "v1alpha1" "kind" "TrainJob" "plural" "trainjobs" "worker" true "external" false)
+  (dict "framework" "ray.io/rayjob" "group" "ray.io" "version" "v1" "kind" "RayJob" "plural" "rayjobs" "worker" true "external" false) }}
+{{- $chosen := (.Values.integrations | default dict).frameworks | default "auto" }}
+{{- $out := list }}
+{{- range $builtIn }}
+{{- $on := false }}
+{{- if eq (toString $chosen) "auto" }}
+{{- $on = $.Capabilities.APIVersions.Has (printf "%s/%s/%s" .group .version .kind) }}
+{{- else }}
+{{- $on = has .framework $chosen }}
+{{- end }}
+{{- if $on }}{{ $out = append $out . }}{{ end }}
+{{- end }}
+{{- if eq .Values.mode "manager" }}
+{{- range ((.Values.integrations | default dict).externalFrameworks | default list) }}
+{{- $parts := splitn "." 3 .name }}
+{{- if not (and $parts._0 $parts._1 $parts._2) }}
+{{- fail (printf "integrations.externalFrameworks: %q is not Kind.version.group" .name) }}
+{{- end }}
+{{- $plural := .plural | default (printf "%ss" (lower $parts._0)) }}
+{{- $out = append $out (dict "framework" .name "group" $parts._2 "version" $parts._1 "kind" $parts._0 "plural" $plural "worker" false "external" true) }}
+{{- end }}
+{{- end }}
+{{- toJson $out }}
 {{- end }}

@@ -269,8 +269,8 @@ pub fn evicted(
     let mut copy = workload.clone();
     close_all_gates(&mut copy, now);
     let base = copy.clone();
-    let holds_quota_while_stopping =
-        holding == Holding::UntilJobStops && crate::jobs::controlling_job(workload).is_some();
+    let holds_quota_while_stopping = holding == Holding::UntilJobStops
+        && crate::integrations::workload::held_until_stopped(workload);
     with_status(&base, now, |s, now| {
         let message = format!(
             "Preempted to accommodate workload {preemptor} due to {}",
@@ -379,8 +379,8 @@ pub fn deactivated(
     holding: Holding,
     now: DateTime<Utc>,
 ) -> Option<WorkloadStatus> {
-    let holds_quota_while_stopping =
-        holding == Holding::UntilJobStops && crate::jobs::controlling_job(workload).is_some();
+    let holds_quota_while_stopping = holding == Holding::UntilJobStops
+        && crate::integrations::workload::held_until_stopped(workload);
     with_status(workload, now, |s, now| {
         let mut changed = set(
             s,

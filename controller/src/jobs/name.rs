@@ -19,7 +19,7 @@ pub fn workload_name(job: &Job) -> String {
     name_for("job", name, uid, "batch/v1, Kind=Job")
 }
 
-fn name_for(prefix: &str, owner: &str, uid: &str, gvk: &str) -> String {
+pub(crate) fn name_for(prefix: &str, owner: &str, uid: &str, gvk: &str) -> String {
     let hash = format!("{:016x}", fnv1a(&[owner, uid, gvk]));
     let mut head = format!("{prefix}-{owner}");
     let room = MAX_WORKLOAD_NAME - 1 - HASH_LENGTH;

@@ -10,10 +10,11 @@ use kube::Client;
 use kube::api::Api;
 use tokio::sync::mpsc;
 
-use super::jobs;
+use super::{integrations, jobs};
 use crate::admission::scheduler::{Caches, LoopState, Role, Scope, Shell, Wakeups, cycle};
 use crate::admission::status::Holding;
 use crate::config::Configuration;
+use crate::integrations::Kind;
 use crate::leader;
 use crate::shutdown::Shutdown;
 use crate::watch::cache;
@@ -34,23 +35,61 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
         started = leader::start(client.clone(), &config, "baton-worker", namespace) => started?,
         _ = shutdown.clone().requested() => return Ok(()),
     };
+    // The kinds besides Jobs that the worker runs.
+    let kinds: Vec<Kind> = crate::served::resolve(&client, &config, false)
+        .await?
+        .into_iter()
+        .filter(Kind::runs_on_worker)
+        .collect();
     let (wake, woken) = mpsc::unbounded_channel::<()>();
     // The Job loop shares the Workload and ResourceFlavor caches; their changes wake both.
     let (jobs_wake, jobs_woken) = mpsc::unbounded_channel::<()>();
-    let caches = watch_caches(&client, &wake, &jobs_wake);
+    // Workload and flavor changes wake the dynamic kinds' loop too.
+    let (objects_wake, objects_woken) = mpsc::unbounded_channel::<()>();
+    let caches = watch_caches(
+        &client,
+        &wake,
+        &tee(jobs_wake.clone(), objects_wake.clone()),
+    );
     caches.synced().await;
     ready.set_ready();
     tracing::info!("caches synced; scheduling");
     // Independent of the scheduling loop: it only shares caches, and waits for its own.
+    // Jobs wake both loops: a JobSet's child Jobs tell when its pods are gone.
+    let job_cache = cache(
+        Api::all(client.clone()),
+        tee(jobs_wake.clone(), objects_wake.clone()),
+    );
     let mut job_loop = tokio::spawn(jobs::run::run(
         client.clone(),
         jobs::run::JobCaches {
-            jobs: cache(Api::all(client.clone()), jobs_wake.clone()),
+            jobs: job_cache.clone(),
             workloads: caches.workloads.clone(),
             flavors: caches.flavors.clone(),
         },
         jobs_wake,
         jobs_woken,
+        metrics.clone(),
+        shutdown.clone(),
+    ));
+    let mut object_loop = tokio::spawn(integrations::run::run(
+        client.clone(),
+        integrations::run::ObjectCaches {
+            objects: kinds
+                .iter()
+                .map(|k| {
+                    (
+                        k.clone(),
+                        integrations::run::cache(&client, k, objects_wake.clone()),
+                    )
+                })
+                .collect(),
+            jobs: job_cache,
+            workloads: caches.workloads.clone(),
+            flavors: caches.flavors.clone(),
+        },
+        objects_wake.clone(),
+        objects_woken,
         metrics.clone(),
         shutdown.clone(),
     ));
@@ -67,7 +106,14 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
     };
     if let Err(lost) = schedule(&shell, woken, shutdown, &mut leadership).await {
         job_loop.abort();
+        object_loop.abort();
         return Err(lost);
+    }
+    if tokio::time::timeout(JOB_LOOP_STOP, &mut object_loop)
+        .await
+        .is_err()
+    {
+        object_loop.abort();
     }
     // The Job loop stops on the same request after its current pass.
     if tokio::time::timeout(JOB_LOOP_STOP, &mut job_loop)

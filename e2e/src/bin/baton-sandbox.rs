@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use baton_e2e::demo::controllers::Controllers;
+use baton_e2e::demo::kinds::DemoKind;
 use baton_e2e::demo::scenario::{self, Outcome};
 use baton_e2e::demo::shutdown::Shutdown;
 use baton_e2e::demo::style::Console;
@@ -40,6 +41,15 @@ struct Args {
     /// Run the manager with orchestratedPreemption: false (plain MultiKueue, no gates).
     #[arg(long)]
     no_orchestration: bool,
+    /// The kind the demo plays with: batch/v1 Jobs, JobSets, Kubeflow TrainJobs or RayJobs
+    /// (the last three imply --integrations).
+    #[arg(long, value_enum, default_value_t = DemoKind::Job)]
+    kind: DemoKind,
+    /// Install the JobSet, Kubeflow Trainer and KubeRay CRDs (from
+    /// `$BATON_SHARED_DIR/integrations/crds`, by default `../shared` of the workspace) on
+    /// every cluster; the testbed runs stand-ins for their controllers.
+    #[arg(long)]
+    integrations: bool,
     /// Log format: plain or json.
     #[arg(long, default_value = "plain")]
     log_format: String,
@@ -77,6 +87,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
     };
     let console = Console::detect();
     let sandbox = Sandbox::start_clusters(args.workers, &args.dir, args.port).await?;
+    if args.integrations || args.kind.needs_integrations() {
+        let crds = baton_e2e::harness::integrations::crds_dir();
+        baton_e2e::demo::integrations::install(&sandbox, &crds)?;
+        console.line(&format!(
+            "Installed the JobSet, Kubeflow Trainer and KubeRay CRDs from {} on every cluster.",
+            crds.display()
+        ));
+    }
     print!("{}", sandbox.describe());
 
     let mut controllers = None;
@@ -91,7 +109,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         ));
         let started = controllers.insert(Controllers::start(&baton, &sandbox, orchestrated)?);
         let brought_up = tokio::select! {
-            result = bring_up(&sandbox, started, args.demo, orchestrated, &console) => Some(result),
+            result = bring_up(&sandbox, started, args.demo.then_some(args.kind), orchestrated, &console) => Some(result),
             () = shutdown.requested() => None,
         };
         match brought_up {
@@ -103,6 +121,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                         &o.placed,
                         &scenario::preemptor(),
                         &o.workload,
+                        args.kind.resource(),
                     ),
                     None => guide::try_it(&args.dir, args.workers),
                 };
@@ -143,11 +162,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Waits for the controllers, then plays the demo when asked.
+/// Waits for the controllers, then plays the demo with `demo`'s kind when asked.
 async fn bring_up(
     sandbox: &Sandbox,
     controllers: &mut Controllers,
-    demo: bool,
+    demo: Option<DemoKind>,
     orchestrated: bool,
     console: &Console,
 ) -> anyhow::Result<Option<Outcome>> {
@@ -157,11 +176,11 @@ async fn bring_up(
         "Controllers ready ({:.1}s): every MultiKueueCluster is Active.",
         start.elapsed().as_secs_f64()
     ));
-    if !demo {
+    let Some(kind) = demo else {
         return Ok(None);
-    }
+    };
     console.line("");
-    let outcome = scenario::play(sandbox, orchestrated, console).await?;
+    let outcome = scenario::play_kind(sandbox, orchestrated, kind, console).await?;
     console.line("");
     Ok(Some(outcome))
 }

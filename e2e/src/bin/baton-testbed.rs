@@ -25,6 +25,11 @@ struct Args {
     /// Install Baton's CRDs in every cluster.
     #[arg(long)]
     baton_crds: bool,
+    /// Install the JobSet, Kubeflow Trainer and KubeRay CRDs (from
+    /// `$BATON_SHARED_DIR/integrations/crds`, by default `../shared` of the workspace) in
+    /// every cluster; the testbed runs stand-ins for their controllers.
+    #[arg(long)]
+    integrations: bool,
     /// Log format: plain or json.
     #[arg(long, default_value = "plain")]
     log_format: String,
@@ -42,6 +47,11 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("creating {}", args.dir.display()))?;
     let termination_grace_cap = std::time::Duration::try_from_secs_f64(args.termination_grace_cap)
         .context("--termination-grace-cap must be a number of seconds, 0 or more")?;
+    let integration_crds = if args.integrations {
+        baton_e2e::harness::integrations::load_crds(&baton_e2e::harness::integrations::crds_dir())?
+    } else {
+        Vec::new()
+    };
     let mut clusters = Vec::new();
     for (i, name) in args.clusters.iter().enumerate() {
         let port = if args.port == 0 {
@@ -59,6 +69,7 @@ async fn main() -> anyhow::Result<()> {
         if args.baton_crds {
             cluster.install_crds(&baton_crds::generate::all_crds()?)?;
         }
+        cluster.install_crds(&integration_crds)?;
         let path = args.dir.join(format!("{name}.kubeconfig"));
         cluster.write_kubeconfig(&path)?;
         println!(

@@ -25,13 +25,15 @@ pub fn try_it(dir: &Path, workers: usize) -> Vec<String> {
 }
 
 /// After the demo: where to look at what just happened. `winner` is the worker the Job
-/// runs on; `job` its `namespace/name`; `workload` its Workload's name.
+/// runs on; `job` its `namespace/name`; `workload` its Workload's name; `resource` the
+/// kind's `kubectl get` name (`jobs`, `jobsets`, …).
 pub fn look_around(
     dir: &Path,
     workers: usize,
     winner: &str,
     job: &str,
     workload: &str,
+    resource: &str,
 ) -> Vec<String> {
     let d = dir.display();
     let (namespace, name) = job.split_once('/').unwrap_or(("default", job));
@@ -40,13 +42,13 @@ pub fn look_around(
         "Look around (in another terminal):".to_string(),
         format!("  export KUBECONFIG={d}/manager.kubeconfig"),
         format!(
-            "  kubectl get jobs,kwl -n {namespace}                 # the Job (status mirrored from {winner}) and its Workload"
+            "  kubectl get {resource},kwl -n {namespace}                 # the Job (status mirrored from {winner}) and its Workload"
         ),
         format!(
             "  kubectl describe kwl -n {namespace} {workload}   # the manager's events: gate opened, admitted, replicas removed"
         ),
         format!(
-            "  {w} get jobs,pods,kwl -n {namespace}   # the copy of {name} and its pods; the victims suspended, their Workloads evicted"
+            "  {w} get {resource},pods,kwl -n {namespace}   # the copy of {name} and its pods; the victims suspended, their Workloads evicted"
         ),
         format!("  {w} describe kwl -n {namespace} {workload}"),
     ];
@@ -82,6 +84,7 @@ mod tests {
             "worker-2",
             "demo/train-llm",
             "job-train-llm-1a2b3",
+            "jobs",
         )
         .join("\n");
         for expected in [

@@ -5,7 +5,9 @@
 pub mod binary;
 pub mod controllers;
 pub mod guide;
+pub mod integrations;
 pub mod jobs;
+pub mod kinds;
 pub mod observe;
 pub mod outcome;
 pub mod ready;

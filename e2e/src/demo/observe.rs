@@ -47,16 +47,19 @@ impl Seen {
     }
 }
 
-/// What mattered about a Job the last time it was seen.
-#[derive(Clone, Copy, Debug, Default)]
-struct JobSeen {
-    suspended: bool,
-    active: i32,
-    terminating: i32,
+/// What mattered about a Job (or an object of another demo kind, `super::kinds`) the last
+/// time it was seen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobSeen {
+    pub suspended: bool,
+    /// Its running pods.
+    pub active: i32,
+    /// Its pods being deleted (any positive number for kinds that report no count).
+    pub terminating: i32,
 }
 
 impl JobSeen {
-    fn of(job: &Job) -> Self {
+    pub fn of(job: &Job) -> Self {
         let status = job.status.as_ref();
         JobSeen {
             suspended: job.spec.as_ref().and_then(|s| s.suspend) == Some(true),
@@ -81,6 +84,8 @@ pub struct Observer {
     pods: i32,
     /// Its Workload's name (on the manager and as replicas), once known.
     workload: Option<String>,
+    /// Its uid on the manager: its Workload there is the one it owns.
+    owner_uid: Option<String>,
     workloads: HashMap<Key, Seen>,
     jobs: HashMap<Key, JobSeen>,
     evictions: Vec<Eviction>,
@@ -97,6 +102,7 @@ impl Observer {
             job: job.to_string(),
             pods,
             workload: None,
+            owner_uid: None,
             workloads: HashMap::new(),
             jobs: HashMap::new(),
             evictions: Vec::new(),
@@ -110,6 +116,28 @@ impl Observer {
     /// Names the Job's Workload (known once the Job exists: its name hashes the Job's uid).
     pub fn expect_workload(&mut self, name: &str) {
         self.workload = Some(name.to_string());
+    }
+
+    /// Names the object's uid on the manager: its Workload is the manager Workload it owns
+    /// (for kinds whose Workload names the demo does not compute).
+    pub fn expect_owner(&mut self, uid: &str) {
+        self.owner_uid = Some(uid.to_string());
+    }
+
+    fn learn_workload(&mut self, cluster: &str, wl: &Workload) {
+        let owned = |uid: &str| {
+            wl.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.controller == Some(true) && o.uid == uid)
+        };
+        if self.workload.is_none()
+            && cluster == MANAGER
+            && self.owner_uid.as_deref().is_some_and(owned)
+        {
+            self.workload = Some(wl.name_any());
+        }
     }
 
     fn is_preemptor(&self, name: &str) -> bool {
@@ -130,6 +158,7 @@ impl Observer {
 
     /// A Workload created or changed on `cluster`; returns what changed, in causal order.
     pub fn workload(&mut self, cluster: &str, wl: &Workload) -> Vec<Fact> {
+        self.learn_workload(cluster, wl);
         let name = wl.name_any();
         let now = Seen::of(wl);
         let k = key(cluster, &name);
@@ -213,8 +242,18 @@ impl Observer {
 
     /// A Job created or changed on `cluster`; returns what changed.
     pub fn job(&mut self, cluster: &str, job: &Job) -> Vec<Fact> {
-        let name = job.name_any();
-        let now = JobSeen::of(job);
+        self.object(cluster, &job.name_any(), JobSeen::of(job))
+    }
+
+    /// Records an object of the demo's kind from a watch's first list.
+    pub fn baseline_object(&mut self, cluster: &str, name: &str, seen: JobSeen) {
+        self.jobs.insert(key(cluster, name), seen);
+    }
+
+    /// An object of the demo's kind (a Job, or as [`JobSeen`] reads another kind) named
+    /// `name` created or changed on `cluster`; returns what changed.
+    pub fn object(&mut self, cluster: &str, name: &str, now: JobSeen) -> Vec<Fact> {
+        let name = name.to_string();
         let k = key(cluster, &name);
         let before = self.jobs.insert(k, now);
         let mut facts = Vec::new();
@@ -272,6 +311,11 @@ impl Observer {
     /// A Job deleted on `cluster`.
     pub fn job_deleted(&mut self, cluster: &str, name: &str) {
         self.jobs.remove(&key(cluster, name));
+    }
+
+    /// The name of the Job's Workload, once known.
+    pub fn workload_name(&self) -> Option<&str> {
+        self.workload.as_deref()
     }
 
     /// The worker the manager placed the Job's Workload on, once it has.
@@ -337,9 +381,17 @@ impl Observer {
     }
 }
 
-/// A victim is named by its Job (its Workload is `job-<name>-<hash>`).
+/// A victim is named by its Job, or the object of another kind that owns its Workload
+/// (a Job's Workload is `job-<name>-<hash>`).
 fn victim_name(wl: &Workload) -> String {
     controlling_job(wl)
+        .or_else(|| {
+            wl.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true))
+        })
         .map(|o| o.name.clone())
         .unwrap_or_else(|| wl.name_any())
 }

@@ -1,6 +1,7 @@
-//! The KEP-8303 scenario with batch/v1 Jobs, played on a running sandbox with its
-//! controllers: every worker is full of low-priority Jobs whose pods take seconds to stop;
-//! one high-priority Job is applied on the manager for MultiKueue. The timeline shows its
+//! The KEP-8303 scenario with batch/v1 Jobs (or JobSets, TrainJobs or RayJobs of the same
+//! shape, `super::kinds`), played on a running sandbox with its controllers: every worker is
+//! full of low-priority Jobs whose pods take seconds to stop; one high-priority Job is
+//! applied on the manager for MultiKueue. The timeline shows its
 //! Workload, where it was gated, which worker got the baton, which victim Jobs were
 //! suspended there and when their quota came back, the Job's copy running on one worker and
 //! the manager Job following it. The closing line reports what was measured: the clusters
@@ -11,21 +12,21 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use k8s_openapi::api::batch::v1::Job;
 use kube::Client;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
 use tokio::sync::mpsc;
 
 use super::controllers::PREEMPTION_TIMEOUT;
 use super::jobs::{
-    FILLER_PODS, GRACE_SECONDS, PREEMPTOR, PREEMPTOR_PODS, filler, filler_name,
-    preemptor as preemptor_job,
+    FILLER_PODS, FILLER_RUN_SECONDS, GRACE_SECONDS, PREEMPTOR, PREEMPTOR_PODS,
+    PREEMPTOR_RUN_SECONDS, filler, filler_name, preemptor as preemptor_job,
 };
+use super::kinds::{self, DemoKind};
 use super::observe::{MANAGER, Observer};
 use super::setup::{DEMO_NAMESPACE, HIGH, LOW, WORKER_CPUS, worker_name};
 use super::style::{Console, Tone};
 use super::timeline::{Fact, Line, Timeline};
 use super::watch::{Change, Object, Report, Watches};
 use crate::harness::sandbox::Sandbox;
-use crate::jobs::{counts, is_suspended};
 
 pub use super::outcome::{Eviction, Outcome};
 
@@ -66,18 +67,60 @@ pub fn preemptor() -> String {
     format!("{DEMO_NAMESPACE}/{PREEMPTOR}")
 }
 
-fn jobs_api(client: Client) -> Api<Job> {
-    Api::namespaced(client, DEMO_NAMESPACE)
+fn objects_api(client: Client, kind: DemoKind) -> Api<DynamicObject> {
+    Api::namespaced_with(client, DEMO_NAMESPACE, &kind.api_resource())
 }
 
-/// Creates the filler Jobs on every worker and waits until their pods run.
-async fn fill_workers(sandbox: &Sandbox, shape: Shape, console: &Console) -> anyhow::Result<()> {
+/// Filler `j` of `pods` pods, of `kind`.
+fn filler_of(kind: DemoKind, j: u32, pods: u32) -> anyhow::Result<DynamicObject> {
+    let doc = match kind {
+        DemoKind::Job => serde_json::to_value(filler(j, pods)?)?,
+        _ => kind.document(&kinds::Shape {
+            name: &filler_name(j),
+            namespace: DEMO_NAMESPACE,
+            pods,
+            run_seconds: FILLER_RUN_SECONDS,
+            grace_seconds: GRACE_SECONDS,
+            class: LOW,
+            multikueue: false,
+        }),
+    };
+    Ok(serde_json::from_value(doc)?)
+}
+
+/// The high-priority object for the manager, of `kind`.
+fn preemptor_of(kind: DemoKind) -> anyhow::Result<DynamicObject> {
+    let doc = match kind {
+        DemoKind::Job => serde_json::to_value(preemptor_job()?)?,
+        _ => kind.document(&kinds::Shape {
+            name: PREEMPTOR,
+            namespace: DEMO_NAMESPACE,
+            pods: PREEMPTOR_PODS,
+            run_seconds: PREEMPTOR_RUN_SECONDS,
+            grace_seconds: GRACE_SECONDS,
+            class: HIGH,
+            multikueue: true,
+        }),
+    };
+    Ok(serde_json::from_value(doc)?)
+}
+
+/// Creates the fillers on every worker and waits until their pods run.
+async fn fill_workers(
+    sandbox: &Sandbox,
+    shape: Shape,
+    kind: DemoKind,
+    console: &Console,
+) -> anyhow::Result<()> {
+    // What the fillers are (JobSets for the TrainJob demo).
+    let kind = kind.filler_kind();
     let fillers = shape.fillers();
     let filler_pods = shape.filler_pods;
     let workers: Vec<String> = (1..=sandbox.workers.len()).map(worker_name).collect();
     console.line(&format!(
-        "Filling {}: each has {WORKER_CPUS} CPUs of quota and runs {fillers} low-priority Jobs submitted on the worker ({}; {}: {}, {filler_pods} pod{} × 1 CPU); their pods get {GRACE_SECONDS}s to stop (terminationGracePeriodSeconds).",
+        "Filling {}: each has {WORKER_CPUS} CPUs of quota and runs {fillers} low-priority {} submitted on the worker ({}; {}: {}, {filler_pods} pod{} × 1 CPU); their pods get {GRACE_SECONDS}s to stop (terminationGracePeriodSeconds).",
         workers.join(", "),
+        kind.plural_title(),
         (1..=fillers)
             .map(filler_name)
             .collect::<Vec<_>>()
@@ -88,11 +131,17 @@ async fn fill_workers(sandbox: &Sandbox, shape: Shape, console: &Console) -> any
     ));
     let mut apis = Vec::new();
     for (worker, name) in sandbox.workers.iter().zip(&workers) {
-        let api = jobs_api(worker.client()?);
+        let api = objects_api(worker.client()?, kind);
         for j in 1..=fillers {
-            api.create(&PostParams::default(), &filler(j, filler_pods)?)
+            api.create(&PostParams::default(), &filler_of(kind, j, filler_pods)?)
                 .await
-                .with_context(|| format!("create Job {} on {name}", filler_name(j)))?;
+                .with_context(|| {
+                    format!(
+                        "create {} {} on {name}",
+                        kind.api_resource().kind,
+                        filler_name(j)
+                    )
+                })?;
         }
         apis.push((name.clone(), api));
     }
@@ -107,7 +156,9 @@ async fn fill_workers(sandbox: &Sandbox, shape: Shape, console: &Console) -> any
                     .await
                     .ok()
                     .flatten()
-                    .is_some_and(|job| !is_suspended(&job) && counts(&job).0 >= pods);
+                    .and_then(|o| serde_json::to_value(o).ok())
+                    .map(|o| kind.seen(&o, pods))
+                    .is_some_and(|seen| !seen.suspended && seen.active >= pods);
                 if !running {
                     waiting.push(format!("{} on {name}", filler_name(j)));
                 }
@@ -115,8 +166,9 @@ async fn fill_workers(sandbox: &Sandbox, shape: Shape, console: &Console) -> any
         }
         if waiting.is_empty() {
             console.line(&format!(
-                "All {} low-priority Jobs admitted and running ({:.1}s).",
+                "All {} low-priority {} admitted and running ({:.1}s).",
                 apis.len() * fillers as usize,
+                kind.plural_title(),
                 start.elapsed().as_secs_f64()
             ));
             return Ok(());
@@ -133,6 +185,7 @@ async fn fill_workers(sandbox: &Sandbox, shape: Shape, console: &Console) -> any
 /// Starts the watches and waits until each has listed what is there.
 async fn watch_everything(
     sandbox: &Sandbox,
+    kind: DemoKind,
     observer: &mut Observer,
 ) -> anyhow::Result<(Watches, mpsc::UnboundedReceiver<Report>)> {
     let mut clusters = vec![(MANAGER.to_string(), sandbox.manager.client()?)];
@@ -140,7 +193,8 @@ async fn watch_everything(
         clusters.push((worker_name(i + 1), worker.client()?));
     }
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let watches = Watches::start(clusters, DEMO_NAMESPACE, &tx);
+    let custom = kind.needs_integrations().then(|| kind.api_resource());
+    let watches = Watches::start(clusters, DEMO_NAMESPACE, custom.as_ref(), &tx);
     let mut synced = 0;
     let deadline = tokio::time::sleep(PHASE_DEADLINE);
     tokio::pin!(deadline);
@@ -155,6 +209,10 @@ async fn watch_everything(
                 Some((cluster, Change::Baseline(Object::Job(job)) | Change::Applied(Object::Job(job)))) => {
                     observer.baseline_job(&cluster, &job)
                 }
+                Some((cluster, Change::Baseline(Object::Custom(o)) | Change::Applied(Object::Custom(o)))) => {
+                    let (name, seen) = read_custom(kind, &o);
+                    observer.baseline_object(&cluster, &name, seen)
+                }
                 Some((_, Change::Synced)) => synced += 1,
                 Some((_, Change::Deleted(..))) => {}
                 None => anyhow::bail!("the watches stopped"),
@@ -165,8 +223,15 @@ async fn watch_everything(
     Ok((watches, rx))
 }
 
+/// The name of an object of the demo's kind and what the observer reads of it.
+fn read_custom(kind: DemoKind, o: &DynamicObject) -> (String, super::observe::JobSeen) {
+    let value = serde_json::to_value(o).unwrap_or_default();
+    let pods = i32::try_from(PREEMPTOR_PODS).unwrap_or(i32::MAX);
+    (kube::ResourceExt::name_any(o), kind.seen(&value, pods))
+}
+
 /// The facts one report brings.
-fn facts_of(observer: &mut Observer, report: &Report) -> Vec<Fact> {
+fn facts_of(observer: &mut Observer, kind: DemoKind, report: &Report) -> Vec<Fact> {
     let cluster = report.cluster.as_str();
     match &report.change {
         Change::Applied(Object::Workload(wl)) | Change::Baseline(Object::Workload(wl)) => {
@@ -178,7 +243,11 @@ fn facts_of(observer: &mut Observer, report: &Report) -> Vec<Fact> {
         Change::Deleted(super::watch::Kind::Workload, name) => {
             observer.workload_deleted(cluster, name)
         }
-        Change::Deleted(super::watch::Kind::Job, name) => {
+        Change::Applied(Object::Custom(o)) | Change::Baseline(Object::Custom(o)) => {
+            let (name, seen) = read_custom(kind, o);
+            observer.object(cluster, &name, seen)
+        }
+        Change::Deleted(super::watch::Kind::Job | super::watch::Kind::Custom, name) => {
             observer.job_deleted(cluster, name);
             Vec::new()
         }
@@ -186,7 +255,7 @@ fn facts_of(observer: &mut Observer, report: &Report) -> Vec<Fact> {
     }
 }
 
-fn mode_line(orchestrated: bool) -> String {
+fn mode_line(orchestrated: bool, kind: DemoKind) -> String {
     let mode = if orchestrated {
         format!(
             "with orchestrated preemption: one gate open at a time, singleClusterPreemptionTimeout {PREEMPTION_TIMEOUT}"
@@ -195,7 +264,7 @@ fn mode_line(orchestrated: bool) -> String {
         "without orchestration (--no-orchestration): plain MultiKueue, replicas carry no gate"
             .to_string()
     };
-    format!("KEP-8303 demo with batch/v1 Jobs, {mode}.")
+    format!("KEP-8303 demo with {}, {mode}.", kind.plural_title())
 }
 
 /// Plays the demo's scenario and prints its timeline; returns what it measured.
@@ -204,7 +273,7 @@ pub async fn play(
     orchestrated: bool,
     console: &Console,
 ) -> anyhow::Result<Outcome> {
-    play_shape(sandbox, orchestrated, Shape::DEMO, console).await
+    play_with(sandbox, orchestrated, Shape::DEMO, DemoKind::Job, console).await
 }
 
 /// [`play`] with the workers filled another way.
@@ -214,22 +283,47 @@ pub async fn play_shape(
     shape: Shape,
     console: &Console,
 ) -> anyhow::Result<Outcome> {
-    console.line(&console.paint(Tone::Bold, &mode_line(orchestrated)));
-    fill_workers(sandbox, shape, console).await?;
+    play_with(sandbox, orchestrated, shape, DemoKind::Job, console).await
+}
+
+/// [`play`] with objects of `kind` (the clusters must serve it: `--kind` installs its CRDs).
+pub async fn play_kind(
+    sandbox: &Sandbox,
+    orchestrated: bool,
+    kind: DemoKind,
+    console: &Console,
+) -> anyhow::Result<Outcome> {
+    play_with(sandbox, orchestrated, Shape::DEMO, kind, console).await
+}
+
+async fn play_with(
+    sandbox: &Sandbox,
+    orchestrated: bool,
+    shape: Shape,
+    kind: DemoKind,
+    console: &Console,
+) -> anyhow::Result<Outcome> {
+    console.line(&console.paint(Tone::Bold, &mode_line(orchestrated, kind)));
+    fill_workers(sandbox, shape, kind, console).await?;
     let pods = i32::try_from(PREEMPTOR_PODS).unwrap_or(i32::MAX);
     let mut observer = Observer::new(PREEMPTOR, pods);
-    let (_watches, mut rx) = watch_everything(sandbox, &mut observer).await?;
+    let (_watches, mut rx) = watch_everything(sandbox, kind, &mut observer).await?;
 
     let name = preemptor();
     let t0 = Instant::now();
-    let created = jobs_api(sandbox.manager.client()?)
-        .create(&PostParams::default(), &preemptor_job()?)
+    let kind_name = kind.api_resource().kind;
+    let created = objects_api(sandbox.manager.client()?, kind)
+        .create(&PostParams::default(), &preemptor_of(kind)?)
         .await
-        .with_context(|| format!("submit Job {name} on the manager"))?;
-    // The manager names the Job's Workload after the Job's name and uid.
-    let workload = baton::jobs::workload_name(&created);
-    observer.expect_workload(&workload);
-    let mut timeline = Timeline::default();
+        .with_context(|| format!("submit {kind_name} {name} on the manager"))?;
+    if kind == DemoKind::Job {
+        // The manager names the Job's Workload after the Job's name and uid.
+        let job: Job = serde_json::from_value(serde_json::to_value(&created)?)?;
+        observer.expect_workload(&baton::jobs::workload_name(&job));
+    } else {
+        observer.expect_owner(created.metadata.uid.as_deref().unwrap_or_default());
+    }
+    let mut timeline = Timeline::of_kind(kind.noun());
     timeline.push(
         Duration::ZERO,
         Fact::Submitted {
@@ -251,7 +345,7 @@ pub async fn play_shape(
             report = rx.recv() => {
                 let Some(report) = report else { anyhow::bail!("the watches stopped") };
                 let at = report.at.saturating_duration_since(t0);
-                for fact in facts_of(&mut observer, &report) {
+                for fact in facts_of(&mut observer, kind, &report) {
                     if matches!(fact, Fact::Running { .. }) {
                         running_after.get_or_insert(at);
                     }
@@ -283,7 +377,7 @@ pub async fn play_shape(
     let outcome = Outcome {
         orchestrated,
         workers: sandbox.workers.len(),
-        workload,
+        workload: observer.workload_name().unwrap_or_default().to_string(),
         placed: observer.placed().unwrap_or_default().to_string(),
         evictions: observer.evictions().to_vec(),
         running_after: running_after.unwrap_or_else(|| t0.elapsed()),
@@ -310,9 +404,10 @@ mod tests {
 
     #[test]
     fn the_mode_line_names_the_timeout_only_when_it_applies() {
-        assert!(mode_line(true).contains("singleClusterPreemptionTimeout 30s"));
-        assert!(mode_line(false).contains("plain MultiKueue"));
-        assert!(!mode_line(false).contains("singleClusterPreemptionTimeout"));
+        assert!(mode_line(true, DemoKind::Job).contains("singleClusterPreemptionTimeout 30s"));
+        assert!(mode_line(false, DemoKind::Job).contains("plain MultiKueue"));
+        assert!(!mode_line(false, DemoKind::Job).contains("singleClusterPreemptionTimeout"));
+        assert!(mode_line(true, DemoKind::JobSet).contains("demo with JobSets"));
     }
 
     #[test]

@@ -105,6 +105,8 @@ pub struct Line {
     workloads: Vec<String>,
     /// What must be equal for two facts to share a line (besides the kind).
     detail: String,
+    /// What the demo's objects are called (`Job`, `JobSet`, …).
+    noun: &'static str,
 }
 
 impl Line {
@@ -172,6 +174,7 @@ impl Line {
             clusters: cluster.into_iter().collect(),
             workloads: workload.into_iter().collect(),
             detail,
+            noun: "Job",
         }
     }
 
@@ -202,11 +205,17 @@ impl Line {
     pub fn render(&self, console: &Console) -> String {
         let clusters = self.clusters.join(", ");
         let workloads = self.workloads.join(", ");
+        let suspended = format!("{}s suspended", self.noun);
+        let copy = format!("{} copy created", self.noun);
+        let follows = format!("manager {} follows", self.noun);
         let (tone, verb, rest) = match self.kind {
             Kind::Submitted => (
                 Tone::Bold,
                 "submitted",
-                format!(" Job {workloads} ({}) on the manager", self.detail),
+                format!(
+                    " {} {workloads} ({}) on the manager",
+                    self.noun, self.detail
+                ),
             ),
             Kind::WorkloadCreated => (
                 Tone::Dim,
@@ -231,7 +240,7 @@ impl Line {
             ),
             Kind::Suspended => (
                 Tone::Bad,
-                "Jobs suspended",
+                suspended.as_str(),
                 format!(" on {clusters}: {workloads}"),
             ),
             Kind::PodsTerminating => (
@@ -261,7 +270,7 @@ impl Line {
             ),
             Kind::CopyCreated => (
                 Tone::Dim,
-                "Job copy created",
+                copy.as_str(),
                 format!(" on {clusters} (by the manager)"),
             ),
             Kind::Running => (
@@ -271,7 +280,7 @@ impl Line {
             ),
             Kind::ManagerJobActive => (
                 Tone::Good,
-                "manager Job follows",
+                follows.as_str(),
                 format!(": {} active (status mirrored from {clusters})", self.detail),
             ),
             Kind::Readmitted => (
@@ -297,12 +306,25 @@ fn plural(n: usize) -> &'static str {
 #[derive(Debug, Default)]
 pub struct Timeline {
     open: Vec<Line>,
+    /// What the objects are called (`Job` when unset).
+    noun: Option<&'static str>,
 }
 
 impl Timeline {
+    /// A timeline whose objects are `noun`s (`JobSet`, …) rather than Jobs.
+    pub fn of_kind(noun: &'static str) -> Self {
+        Timeline {
+            open: Vec::new(),
+            noun: Some(noun),
+        }
+    }
+
     /// Adds a fact seen `at` after the submission.
     pub fn push(&mut self, at: Duration, fact: Fact) {
         let mut line = Line::of(at, fact);
+        if let Some(noun) = self.noun {
+            line.noun = noun;
+        }
         for open in &mut self.open {
             match open.absorb(line) {
                 None => return,
@@ -529,6 +551,41 @@ mod tests {
             ["+0.31s  gate opened on worker-2"]
         );
         assert_eq!(render_all(&t.finish()), ["+0.45s  admitted on worker-2"]);
+    }
+
+    #[test]
+    fn a_kind_names_its_objects() {
+        let mut t = Timeline::of_kind("JobSet");
+        t.push(
+            ms(0),
+            Fact::Submitted {
+                job: "demo/train-llm".into(),
+                class: "high-priority".into(),
+                priority: 1000,
+                pods: 2,
+            },
+        );
+        t.push(
+            ms(300),
+            Fact::Suspended {
+                cluster: "worker-1".into(),
+                job: "low-1".into(),
+            },
+        );
+        t.push(
+            ms(600),
+            Fact::CopyCreated {
+                cluster: "worker-1".into(),
+            },
+        );
+        let text = render_all(&t.finish()).join("\n");
+        for expected in [
+            "submitted JobSet demo/train-llm",
+            "JobSets suspended on worker-1: low-1",
+            "JobSet copy created on worker-1",
+        ] {
+            assert!(text.contains(expected), "{expected:?} in\n{text}");
+        }
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Watches Workloads and Jobs on every cluster of the sandbox and reports each change,
+//! Watches Workloads and Jobs (or the objects of the demo's other kind) on every cluster of the sandbox and reports each change,
 //! stamped with the time it arrived, on one channel: the demo's single view of what happens
 //! where.
 
@@ -7,7 +7,7 @@ use std::time::Instant;
 use baton_crds::workload::Workload;
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
-use kube::api::Api;
+use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -19,6 +19,8 @@ use tokio::task::JoinHandle;
 pub enum Object {
     Workload(Box<Workload>),
     Job(Box<Job>),
+    /// An object of the demo's kind other than Job (`super::kinds`).
+    Custom(Box<DynamicObject>),
 }
 
 /// The kinds the demo follows.
@@ -26,6 +28,7 @@ pub enum Object {
 pub enum Kind {
     Workload,
     Job,
+    Custom,
 }
 
 /// What a watch saw.
@@ -53,16 +56,36 @@ pub struct Watches {
 }
 
 impl Watches {
-    /// Watches Workloads and Jobs in `namespace` of every `(cluster, client)`, all reporting
-    /// on `tx`: two watches per cluster, so `2 × clusters` [`Change::Synced`] reports.
+    /// Watches Workloads and Jobs (the objects of `custom` instead, when given) in
+    /// `namespace` of every `(cluster, client)`, all reporting on `tx`: two watches per
+    /// cluster, so `2 × clusters` [`Change::Synced`] reports.
     pub fn start(
         clusters: Vec<(String, Client)>,
         namespace: &str,
+        custom: Option<&ApiResource>,
         tx: &mpsc::UnboundedSender<Report>,
     ) -> Self {
         let mut tasks = Vec::new();
         for (cluster, client) in clusters {
             let workloads: Api<Workload> = Api::namespaced(client.clone(), namespace);
+            if let Some(ar) = custom {
+                tasks.push(tokio::spawn(watch(
+                    cluster.clone(),
+                    workloads,
+                    Kind::Workload,
+                    |w| Object::Workload(Box::new(w)),
+                    tx.clone(),
+                )));
+                let objects: Api<DynamicObject> = Api::namespaced_with(client, namespace, ar);
+                tasks.push(tokio::spawn(watch(
+                    cluster,
+                    objects,
+                    Kind::Custom,
+                    |o| Object::Custom(Box::new(o)),
+                    tx.clone(),
+                )));
+                continue;
+            }
             let jobs: Api<Job> = Api::namespaced(client, namespace);
             tasks.push(tokio::spawn(watch(
                 cluster.clone(),

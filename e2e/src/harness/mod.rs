@@ -3,6 +3,7 @@
 //! conditions.
 
 pub mod env;
+pub mod integrations;
 pub mod process;
 pub mod sandbox;
 pub mod service_account;

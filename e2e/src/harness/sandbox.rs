@@ -120,6 +120,19 @@ impl Sandbox {
         })
     }
 
+    /// Installs `crds` (the job kinds' CRDs, [`super::integrations::load_crds`]) on the
+    /// manager and every worker: the testbed then runs its stand-ins for their controllers.
+    pub fn install_integrations(
+        &self,
+        crds: &[k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition],
+    ) -> Result<(), SandboxError> {
+        self.manager.install_crds(crds)?;
+        for w in &self.workers {
+            w.install_crds(crds)?;
+        }
+        Ok(())
+    }
+
     /// Writes `DIR/ready`: everything the caller wanted up is up.
     pub fn mark_ready(&self) -> Result<(), SandboxError> {
         let ready = self.dir.join("ready");

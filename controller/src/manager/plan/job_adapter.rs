@@ -1,4 +1,5 @@
-//! The MultiKueue Job adapter, as a pure plan (DESIGN.md §8): a queued manager Job with
+//! The MultiKueue adapter, as a pure plan, for batch/v1 Jobs and every other kind
+//! ([`Dispatched`]; the dynamic kinds' instance is `remote_object::KindObject`) (DESIGN.md §8): a queued manager Job with
 //! `spec.managedBy: kueue.x-k8s.io/multikueue` gets a manager Workload (built by
 //! [`crate::jobs::workload_for_job`], the code the workers use), which is dispatched like
 //! any other. The rule for the Job's copies on the workers:
@@ -41,21 +42,70 @@ use crate::manager::plan::replica::CachedReplica;
 use baton_crds::constants::job::PRIORITY_CLASS_LABEL;
 use baton_crds::workload::PriorityClassGroup;
 
-/// What the adapter reads about one manager Job.
-pub struct JobObservation<'a> {
-    pub job: &'a Job,
-    /// The Job's manager Workload, if it exists.
+/// A manager object the adapter dispatches, of any kind: what the rule needs to read of it
+/// and of its copies (upstream's `MultiKueueAdapter`, the part that differs by kind).
+pub trait Dispatched {
+    /// What is mirrored from the winner's copy.
+    type Status: Clone + PartialEq + Default + std::fmt::Debug;
+    /// Queued, for MultiKueue, and not being deleted.
+    fn is_multikueue(&self) -> bool;
+    /// Its status now.
+    fn status(&self) -> Self::Status;
+    /// The status to show while `copy` runs on the winner.
+    fn mirrored(copy: &Self) -> Self::Status;
+    /// `status` saying that nothing runs now (what ran before stays).
+    fn idle(status: &Self::Status) -> Self::Status;
+    /// `spec.suspend`, when the manager makes it follow admission (`None`: left alone).
+    fn suspended(&self) -> Option<bool>;
+    /// The `kueue.x-k8s.io/priority-class` label.
+    fn priority_label(&self) -> Option<&str>;
+}
+
+impl Dispatched for Job {
+    type Status = JobStatus;
+    fn is_multikueue(&self) -> bool {
+        is_multikueue_job(self)
+    }
+    fn status(&self) -> JobStatus {
+        self.status.clone().unwrap_or_default()
+    }
+    fn mirrored(copy: &Job) -> JobStatus {
+        mirrored_status(copy)
+    }
+    fn idle(status: &JobStatus) -> JobStatus {
+        idle(status)
+    }
+    fn suspended(&self) -> Option<bool> {
+        Some(self.spec.as_ref().and_then(|s| s.suspend) == Some(true))
+    }
+    fn priority_label(&self) -> Option<&str> {
+        self.metadata
+            .labels
+            .as_ref()?
+            .get(PRIORITY_CLASS_LABEL)
+            .map(String::as_str)
+            .filter(|l| !l.is_empty())
+    }
+}
+
+/// What the adapter reads about one manager object ("job" in Kueue's sense: any kind).
+pub struct Observation<'a, O: Dispatched> {
+    pub job: &'a O,
+    /// The object's manager Workload, if it exists.
     pub workload: Option<&'a Workload>,
     /// The winner's replica, when the workload has a winner that is connected.
     pub winner_replica: Option<&'a CachedReplica>,
-    /// Our copies of this Job on connected workers, by cluster.
-    pub copies: &'a BTreeMap<String, Job>,
-    /// Whether the winner's Job copies are known (its Job cache is synced).
+    /// Our copies of this object on connected workers, by cluster.
+    pub copies: &'a BTreeMap<String, O>,
+    /// Whether the winner's copies are known (its cache of them is synced).
     pub winner_jobs_known: bool,
-    /// The value, on the manager, of the WorkloadPriorityClass the Job's
+    /// The value, on the manager, of the WorkloadPriorityClass the object's
     /// `kueue.x-k8s.io/priority-class` label names (`None`: no label, or no such class).
     pub label_class_value: Option<i32>,
 }
+
+/// What the adapter reads about one manager Job.
+pub type JobObservation<'a> = Observation<'a, Job>;
 
 /// A change of the manager Job's `spec.suspend`, with upstream's event for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,15 +149,15 @@ pub struct CopyDeletion {
     pub reason: String,
 }
 
-/// What the shell must do for one manager Job.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct JobPlan {
+/// What the shell must do for one manager object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan<S> {
     pub create_workload: bool,
     /// Create the copy on this cluster.
     pub create_copy: Option<String>,
     pub delete_copies: Vec<CopyDeletion>,
-    /// The manager Job's new status, when it changes.
-    pub status: Option<JobStatus>,
+    /// The manager object's new status, when it changes.
+    pub status: Option<S>,
     /// The manager Job's `spec.suspend` changes.
     pub suspend: Option<SuspendChange>,
     /// The manager Workload's new priority, when the Job's class label changed.
@@ -117,6 +167,23 @@ pub struct JobPlan {
     pub look_again_soon: bool,
 }
 
+impl<S> Default for Plan<S> {
+    fn default() -> Self {
+        Plan {
+            create_workload: false,
+            create_copy: None,
+            delete_copies: Vec::new(),
+            status: None,
+            suspend: None,
+            workload_priority: None,
+            look_again_soon: false,
+        }
+    }
+}
+
+/// The plan for one manager Job.
+pub type JobPlan = Plan<JobStatus>;
+
 /// Whether the manager handles this Job: queued, for MultiKueue, and not being deleted.
 pub fn is_multikueue_job(job: &Job) -> bool {
     queue_name(job).is_some()
@@ -124,10 +191,10 @@ pub fn is_multikueue_job(job: &Job) -> bool {
         && job.metadata.deletion_timestamp.is_none()
 }
 
-/// Plans the next step for one manager Job.
-pub fn decide(obs: &JobObservation<'_>) -> JobPlan {
-    let mut plan = JobPlan::default();
-    if !is_multikueue_job(obs.job) {
+/// Plans the next step for one manager object.
+pub fn decide<O: Dispatched>(obs: &Observation<'_, O>) -> Plan<O::Status> {
+    let mut plan = Plan::default();
+    if !obs.job.is_multikueue() {
         return plan;
     }
     let Some(workload) = obs.workload else {
@@ -137,10 +204,11 @@ pub fn decide(obs: &JobObservation<'_>) -> JobPlan {
     let status = workload.status.as_ref();
     let winner = status.and_then(|s| s.cluster_name.as_deref());
     let finished = status.is_some_and(|s| is_condition_true(&s.conditions, condition::FINISHED));
-    let current = obs.job.status.clone().unwrap_or_default();
-    plan.workload_priority = new_priority(obs.job, workload, obs.label_class_value);
-    if !finished {
-        plan.suspend = suspend_change(obs.job, workload);
+    let current = obs.job.status();
+    plan.workload_priority =
+        new_priority(obs.job.priority_label(), workload, obs.label_class_value);
+    if !finished && let Some(suspended) = obs.job.suspended() {
+        plan.suspend = suspend_change(suspended, workload);
     }
 
     for (cluster, copy) in obs.copies {
@@ -155,7 +223,7 @@ pub fn decide(obs: &JobObservation<'_>) -> JobPlan {
             });
             continue;
         }
-        let mirrored = mirrored_status(copy);
+        let mirrored = O::mirrored(copy);
         if mirrored != current {
             plan.status = Some(mirrored);
         } else if finished {
@@ -178,7 +246,7 @@ pub fn decide(obs: &JobObservation<'_>) -> JobPlan {
         plan.create_copy = Some(w.to_string());
     }
     if !copy_on_winner && !finished {
-        let idle = idle(&current);
+        let idle = O::idle(&current);
         if idle != current {
             plan.status = Some(idle);
         }
@@ -188,13 +256,12 @@ pub fn decide(obs: &JobObservation<'_>) -> JobPlan {
 
 /// The Workload's new priority when the Job's class label names another WorkloadPriorityClass
 /// (see the module's doc for when it is left alone).
-fn new_priority(job: &Job, workload: &Workload, value: Option<i32>) -> Option<WorkloadPriority> {
-    let label = job
-        .metadata
-        .labels
-        .as_ref()?
-        .get(PRIORITY_CLASS_LABEL)
-        .filter(|l| !l.is_empty())?;
+fn new_priority(
+    label: Option<&str>,
+    workload: &Workload,
+    value: Option<i32>,
+) -> Option<WorkloadPriority> {
+    let label = label?;
     let value = value?;
     let spec = &workload.spec;
     let reserved = workload
@@ -203,19 +270,18 @@ fn new_priority(job: &Job, workload: &Workload, value: Option<i32>) -> Option<Wo
         .is_some_and(crate::admission::checks::has_reservation);
     match &spec.priority_class_ref {
         Some(class) if class.group != PriorityClassGroup::Kueue => return None,
-        Some(class) if class.name == *label => return None,
+        Some(class) if class.name == label => return None,
         None if reserved => return None,
         _ => {}
     }
     Some(WorkloadPriority {
-        class: label.clone(),
+        class: label.to_string(),
         value,
     })
 }
 
 /// Whether `spec.suspend` must change: off once admitted, on while not.
-fn suspend_change(job: &Job, workload: &Workload) -> Option<SuspendChange> {
-    let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
+fn suspend_change(suspended: bool, workload: &Workload) -> Option<SuspendChange> {
     let status = workload.status.as_ref();
     match (admitted(workload), suspended) {
         (true, true) => Some(SuspendChange::Start {

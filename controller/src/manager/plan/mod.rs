@@ -8,6 +8,7 @@ pub mod kubeconfig;
 pub mod lifecycle;
 pub mod queues;
 pub mod remote_job;
+pub mod remote_object;
 pub mod replica;
 pub mod room;
 pub mod routing;

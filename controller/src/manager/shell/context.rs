@@ -198,6 +198,8 @@ pub struct Context {
     /// the Workloads could come before that cache does, and the Job would read stale state.
     pub job_wakeups:
         tokio::sync::mpsc::UnboundedSender<ObjectRef<k8s_openapi::api::batch::v1::Job>>,
+    /// The same for the objects of every other dispatched kind, by kind.
+    pub kind_wakeups: crate::manager::shell::kinds::KindWakeups,
 }
 
 impl Context {

@@ -45,10 +45,21 @@ fn wake_owning_job(wl: &Workload, ctx: &Context) {
     let Some(namespace) = wl.namespace() else {
         return;
     };
-    for owner in wl.owner_references().iter().filter(|o| o.kind == "Job") {
-        let _ = ctx
-            .job_wakeups
-            .send(ObjectRef::new(&owner.name).within(&namespace));
+    for owner in wl.owner_references().iter() {
+        if owner.kind == "Job" && owner.api_version == "batch/v1" {
+            let _ = ctx
+                .job_wakeups
+                .send(ObjectRef::new(&owner.name).within(&namespace));
+        }
+        for (kind, wake) in ctx.kind_wakeups.iter() {
+            if kind.owns(&owner.api_version, &owner.kind) {
+                let _ = wake.send(crate::manager::shell::kinds::object_ref(
+                    kind,
+                    &owner.name,
+                    &namespace,
+                ));
+            }
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Preconditions};
+use kube::core::DynamicObject;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Controller, controller, watcher};
@@ -21,6 +22,7 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use crate::config::Configuration;
 use crate::events::{Events, Reporter};
+use crate::integrations::Kind;
 use crate::leader;
 use crate::manager::plan::kubeconfig::{KubeconfigProblem, vet};
 use crate::manager::shell::admission_loop;
@@ -29,10 +31,12 @@ use crate::manager::shell::context::{Context, Memories, error_policy};
 use crate::manager::shell::controller::reconcile;
 use crate::manager::shell::execute::deletions::delete_job_copy;
 use crate::manager::shell::job_controller;
+use crate::manager::shell::kinds::KindWakeups;
 use crate::manager::shell::memory::FORGET_EVERY;
+use crate::manager::shell::object_controller;
 use crate::manager::shell::queue_writer::keep_queue_status;
 use crate::manager::shell::stores::{ManagerStores, strip_manager_workload};
-use crate::manager::shell::workers::{Triggers, WorkerPool};
+use crate::manager::shell::workers::{Connected, Triggers, WorkerPool};
 use crate::shutdown::Shutdown;
 use crate::watch::{Watchable, cache, spec_cache, strip_managed_fields, synced};
 
@@ -53,6 +57,8 @@ struct Wake {
     all: mpsc::UnboundedSender<()>,
     /// One manager Job.
     jobs: mpsc::UnboundedSender<ObjectRef<Job>>,
+    /// One manager object of another dispatched kind.
+    kinds: KindWakeups,
     /// The admission loop (manager-side quota): Workload, queue and check changes.
     admission: mpsc::UnboundedSender<()>,
     /// The queues' status: recomputed on a tick (even with no workloads).
@@ -71,7 +77,22 @@ struct ControllerWakeups {
     jobs: mpsc::UnboundedReceiver<ObjectRef<Job>>,
 }
 
-fn wake_channels() -> (Wake, Woken) {
+/// Each dispatched kind with the receiving end of its wake-ups.
+type KindsWoken = Vec<(Kind, mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>)>;
+
+/// One channel per dispatched kind: the senders, and each kind's receiver.
+fn kind_channels(kinds: &[Kind]) -> (KindWakeups, KindsWoken) {
+    let mut senders = std::collections::BTreeMap::new();
+    let mut receivers = Vec::new();
+    for kind in kinds {
+        let (tx, rx) = mpsc::unbounded_channel();
+        senders.insert(kind.clone(), tx);
+        receivers.push((kind.clone(), rx));
+    }
+    (Arc::new(senders), receivers)
+}
+
+fn wake_channels(kinds: KindWakeups) -> (Wake, Woken) {
     let (refs, refs_rx) = mpsc::unbounded_channel();
     let (all, all_rx) = mpsc::unbounded_channel();
     let (jobs, jobs_rx) = mpsc::unbounded_channel();
@@ -80,6 +101,7 @@ fn wake_channels() -> (Wake, Woken) {
         refs,
         all,
         jobs,
+        kinds,
         admission,
         queues_changed: Arc::new(tokio::sync::Notify::new()),
     };
@@ -107,7 +129,9 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
         started = leader::start(client.clone(), &config, "baton-manager", &namespace) => started?,
         _ = shutdown.clone().requested() => return Ok(()),
     };
-    let (wake, woken) = wake_channels();
+    let kinds = crate::served::resolve(&client, &config, true).await?;
+    let (kind_wakeups, kinds_woken) = kind_channels(&kinds);
+    let (wake, woken) = wake_channels(kind_wakeups);
     let pool = WorkerPool::new(
         client.clone(),
         config.origin.clone(),
@@ -115,6 +139,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
             refs: wake.refs.clone(),
             jobs: wake.jobs.clone(),
             all: wake.all.clone(),
+            kinds: wake.kinds.clone(),
         },
         metrics.clone(),
         config.worker_client.clone(),
@@ -169,7 +194,16 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
     if !config.gc_interval.is_zero() {
         tokio::spawn(garbage_collector(pool, stores.workloads.clone(), config));
     }
-    let running = run_controllers(client, controller, context, woken.controllers, shutdown);
+    let objects = run_kind_controllers(
+        client.clone(),
+        context.clone(),
+        kinds_woken,
+        shutdown.clone(),
+    );
+    let running = futures::future::join(
+        run_controllers(client, controller, context, woken.controllers, shutdown),
+        objects,
+    );
     tokio::select! {
         _ = running => {}
         _ = leader::lost(&mut leadership) => {
@@ -304,6 +338,7 @@ fn new_context(
         memories,
         queues_changed: wake.queues_changed.clone(),
         job_wakeups: wake.jobs.clone(),
+        kind_wakeups: wake.kinds.clone(),
     })
 }
 
@@ -418,6 +453,51 @@ async fn run_controllers(
     futures::future::join(workloads_running, jobs_running).await;
 }
 
+/// One reconciler per dispatched kind besides Jobs, over its queued manager objects, woken
+/// by their Workloads and their copies on the workers like the Job reconciler.
+async fn run_kind_controllers(
+    client: Client,
+    context: Arc<Context>,
+    woken: KindsWoken,
+    shutdown: Shutdown,
+) {
+    let running = woken.into_iter().map(|(kind, woken)| {
+        let resource = kind.api_resource();
+        let writer = reflector::store::Writer::<DynamicObject>::new(resource.clone());
+        let reader = writer.as_reader();
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        let objects = watcher(api, watcher::Config::default().labels(QUEUE_NAME_LABEL))
+            .default_backoff()
+            .modify(|o: &mut DynamicObject| o.metadata.managed_fields = None)
+            .reflect(writer)
+            .applied_objects();
+        let (all, every) = mpsc::unbounded_channel();
+        tokio::spawn(resync(all));
+        let kctx = Arc::new(object_controller::KindContext {
+            ctx: context.clone(),
+            kind,
+        });
+        Controller::for_stream_with(objects, reader, resource)
+            .with_config(controller::Config::default().concurrency(RECONCILE_CONCURRENCY))
+            .reconcile_on(UnboundedReceiverStream::new(woken))
+            .reconcile_all_on(UnboundedReceiverStream::new(every))
+            .graceful_shutdown_on(shutdown.clone().requested())
+            .run(
+                object_controller::reconcile,
+                |obj, error, kctx: Arc<object_controller::KindContext>| {
+                    error_policy(obj, error, kctx.ctx.clone())
+                },
+                kctx,
+            )
+            .for_each(|result| async move {
+                if let Err(e) = result {
+                    tracing::debug!(error = %e, "object controller event");
+                }
+            })
+    });
+    futures::future::join_all(running).await;
+}
+
 async fn sync_clusters(
     pool: &WorkerPool,
     clusters: &Store<MultiKueueCluster>,
@@ -524,6 +604,7 @@ async fn garbage_collector(pool: WorkerPool, workloads: Store<Workload>, config:
                     }
                 }
             }
+            collect_object_copies(&cluster, &worker, &workloads).await;
             for copy in worker.jobs.state() {
                 let Some(workload) = copy.labels().get(PREBUILT_WORKLOAD_LABEL) else {
                     continue;
@@ -540,6 +621,30 @@ async fn garbage_collector(pool: WorkerPool, workloads: Store<Workload>, config:
                     Err(e) => {
                         tracing::debug!(%cluster, error = %e, "cannot garbage-collect Job copy")
                     }
+                }
+            }
+        }
+    }
+}
+
+/// Removes one worker's copies of the other kinds whose manager Workload no longer exists.
+async fn collect_object_copies(cluster: &str, worker: &Connected, workloads: &Store<Workload>) {
+    for (kind, store) in worker.objects.iter() {
+        for copy in store.state() {
+            let Some(workload) = copy.labels().get(PREBUILT_WORKLOAD_LABEL) else {
+                continue;
+            };
+            let key =
+                ObjectRef::<Workload>::new(workload).within(&copy.namespace().unwrap_or_default());
+            if workloads.get(&key).is_some() {
+                continue;
+            }
+            match object_controller::delete_copy(worker, kind, &copy).await {
+                Ok(()) => {
+                    tracing::info!(%cluster, %kind, object = %copy.name_any(), "garbage-collected an orphaned copy")
+                }
+                Err(e) => {
+                    tracing::debug!(%cluster, %kind, error = %e, "cannot garbage-collect copy")
                 }
             }
         }

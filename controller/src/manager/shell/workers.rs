@@ -4,7 +4,7 @@
 //! error disconnects only as [`crate::manager::plan::connection::watch_health`] decides. A worker that is down
 //! only delays its own task.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -27,9 +27,11 @@ use tokio::task::JoinHandle;
 
 use crate::config::ClientConfig;
 use crate::events::{Events, Reporter};
+use crate::integrations::Kind;
 use crate::manager::plan::connection::reconnect::{Reconnect, Retry};
 use crate::manager::plan::connection::watch_health::{Probe, Verdict, WatchHealth, with_causes};
 use crate::manager::plan::kubeconfig::KubeconfigProblem;
+use crate::manager::shell::kinds::{KindWakeups, watch_copies};
 use crate::manager::shell::replica_cache::ReplicaCache;
 use crate::manager::shell::room_watch::{RoomCache, watch_queues};
 use crate::metrics::Metrics;
@@ -57,6 +59,8 @@ pub struct Connected {
     pub jobs: Store<Job>,
     /// The worker's ClusterQueues as numbers (see [`crate::manager::shell::room_watch`]).
     pub room: RoomCache,
+    /// Our copies of manager objects of the other dispatched kinds, by kind.
+    pub objects: Arc<BTreeMap<Kind, Store<kube::core::DynamicObject>>>,
     pub recorder: Events,
 }
 
@@ -69,6 +73,8 @@ pub struct Triggers {
     pub refs: UnboundedSender<ObjectRef<Workload>>,
     pub jobs: UnboundedSender<ObjectRef<Job>>,
     pub all: UnboundedSender<()>,
+    /// A copy of an object of another kind changed: its manager object's reconciler.
+    pub kinds: KindWakeups,
 }
 
 impl Triggers {
@@ -327,11 +333,14 @@ async fn connect_and_watch(
     let _job_watch = AbortOnDrop(job_watch);
     let (room, room_watch) = watch_queues(cluster, &client);
     let _room_watch = AbortOnDrop(room_watch);
+    let (objects, object_watches) = watch_copies(cluster, &client, &selector, &pool.triggers.kinds);
+    let _object_watches: Vec<AbortOnDrop> = object_watches.into_iter().map(AbortOnDrop).collect();
     let connected = Connected {
         client: client.clone(),
         replicas: ReplicaCache::default(),
         jobs,
         room,
+        objects: Arc::new(objects),
         recorder: Events::start(
             client.clone(),
             Reporter {

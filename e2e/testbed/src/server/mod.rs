@@ -98,6 +98,8 @@ pub struct TestCluster {
     serving: Mutex<Option<Serving>>,
     /// The job controller and kubelet model (`jobs::controller`).
     jobs_task: JoinHandle<()>,
+    /// The JobSet, TrainJob and RayJob stand-ins (`integrations::controller`).
+    integrations_task: JoinHandle<()>,
 }
 
 fn bind(addr: SocketAddr) -> Result<TcpListener, ServerError> {
@@ -120,11 +122,13 @@ impl TestCluster {
         bootstrap(&state);
         let serving = spawn_server(listener, state.clone());
         let jobs_task = jobs::controller::spawn(&state);
+        let integrations_task = controllers::integrations::controller::spawn(&state);
         Ok(Self {
             state,
             addr,
             serving: Mutex::new(Some(serving)),
             jobs_task,
+            integrations_task,
         })
     }
 
@@ -336,6 +340,7 @@ impl TestCluster {
 impl Drop for TestCluster {
     fn drop(&mut self) {
         self.jobs_task.abort();
+        self.integrations_task.abort();
         if let Ok(mut guard) = self.serving.try_lock()
             && let Some(s) = guard.take()
         {

@@ -743,7 +743,7 @@ fn chart_policies() -> (Vec<Value>, Vec<Value>) {
     (mutating, validating)
 }
 
-const CHART_MESSAGE: &str = "a Job with the label kueue.x-k8s.io/queue-name must be created suspended: set spec.suspend: true in the Job (Baton unsuspends it when its Workload is admitted), or install Baton's chart on Kubernetes 1.36 or newer, where its MutatingAdmissionPolicy sets it for you";
+const CHART_MESSAGE: &str = "an object (Job, JobSet, TrainJob, RayJob) with the label kueue.x-k8s.io/queue-name must be created suspended: set spec.suspend: true in it (Baton unsuspends it when its Workload is admitted), or install Baton's chart on Kubernetes 1.36 or newer, where its MutatingAdmissionPolicy sets it for you";
 
 fn job(name: &str, queued: bool, suspend: Option<bool>) -> Job {
     let labels = if queued {

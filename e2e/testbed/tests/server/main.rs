@@ -10,6 +10,7 @@ mod admission_policies;
 mod cost;
 mod crud;
 mod faults;
+mod integrations;
 mod jobs;
 mod kubectl;
 mod patch;

@@ -18,6 +18,7 @@ use crate::manager::plan::remote_job::is_copy_of;
 use crate::manager::plan::replica::CachedReplica;
 use crate::manager::shell::context::{Context, ReconcileError};
 use crate::manager::shell::events::publish;
+use crate::manager::shell::object_controller::{delete_copy, object_copies};
 use crate::manager::shell::workers::{Connected, WorkerState};
 use crate::metrics::Metrics;
 
@@ -179,6 +180,11 @@ pub async fn delete_job_copies(worker: &Connected, wl: &Workload, origin: &str, 
     for copy in job_copies(worker, wl, origin) {
         if let Err(e) = delete_job_copy(worker, &copy).await {
             tracing::warn!(%cluster, job = %copy.name_any(), error = %e, "cannot delete the Job copy");
+        }
+    }
+    for (kind, copy) in object_copies(worker, wl, origin) {
+        if let Err(e) = delete_copy(worker, &kind, &copy).await {
+            tracing::warn!(%cluster, %kind, object = %copy.name_any(), error = %e, "cannot delete the copy");
         }
     }
 }

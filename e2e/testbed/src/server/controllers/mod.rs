@@ -5,11 +5,13 @@
 //! (`aggregation`), CRD names and conditions (`crd_status`), a terminating namespace's
 //! conditions (`namespaces`) and the garbage collector (`gc`). Their writes go through
 //! `kinds::ops` like any other, so watchers see them as separate changes. The job controller
-//! and kubelet model (`jobs`) is a background task.
+//! and kubelet model (`jobs`) is a background task, and so are the stand-ins for the JobSet,
+//! Kubeflow Trainer and KubeRay controllers (`integrations`), which stand on it.
 
 pub(crate) mod aggregation;
 pub(crate) mod crd_status;
 pub(crate) mod gc;
+pub(crate) mod integrations;
 pub(crate) mod jobs;
 pub(crate) mod namespaces;
 pub(crate) mod tokens;

@@ -1,0 +1,425 @@
+//! JobSets (`jobset.x-k8s.io/v1alpha2`, the CRD as the JobSet project ships it) end to end
+//! with the real `baton manager` and real `baton worker` shims (issue 27), on the testbed's
+//! stand-in JobSet controller (child Jobs, their pods through the job controller and kubelet
+//! models, `replicatedJobsStatus` and conditions). What is checked:
+//!
+//! - a JobSet applied on the manager gets a manager Workload with a pod set per replicated
+//!   job, runs on exactly one worker (its copy without `managedBy`, bound to the replica,
+//!   started there by the worker's integration with the flavor), the manager JobSet
+//!   unsuspended while admitted and its status following the copy's; completion finishes
+//!   the workload and removes the copy;
+//! - a winner evicted on its worker runs again elsewhere;
+//! - deleting the manager JobSet cleans every worker;
+//! - on a worker, preemption suspends the victim JobSet and its quota is freed only once its
+//!   Jobs are no longer active;
+//! - the chart's admission policy suspends a queued JobSet created unsuspended.
+
+use std::time::Duration;
+
+use baton_crds::conditions::is_condition_true;
+use baton_crds::constants::condition;
+use baton_crds::workload::Workload;
+use baton_e2e::harness::eventually;
+use baton_e2e::harness::process::BatonProcess;
+use baton_e2e::integrations::{
+    Timing, install_crd, is_suspended, queued_jobset, shipped_crd, timed_jobset,
+};
+use baton_e2e::multikueue::Env;
+use baton_e2e::workers::is_admitted;
+use kube::ResourceExt;
+use kube::api::{ApiResource, DeleteParams, ListParams, PropagationPolicy};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(40);
+const WORKERS: usize = 3;
+const CRD: &str = "jobset.x-k8s.io_jobsets.yaml";
+
+/// Three workers with 4 CPUs each and their shims, the JobSet CRD everywhere, and the manager
+/// (which finds the JobSet integration on: the CRD is served).
+async fn environment() -> (Env, Vec<BatonProcess>, ApiResource) {
+    let mut env = Env::start(WORKERS).await.expect("env");
+    let jobsets = env
+        .install_crd_everywhere(&shipped_crd(CRD).expect("the shipped JobSet CRD"))
+        .await
+        .expect("JobSet CRD");
+    let mut processes = Vec::new();
+    for i in 1..=WORKERS {
+        env.install_worker_queues(i, 4, json!({}))
+            .await
+            .expect("queues");
+        processes.push(env.start_worker(i, "").expect("worker"));
+    }
+    processes.push(
+        env.start_manager("singleClusterPreemptionTimeout: 10s\ngcInterval: 1s\n")
+            .expect("manager"),
+    );
+    (env, processes, jobsets)
+}
+
+/// The manager Workload owned by JobSet `name`.
+async fn workload_of(env: &Env, name: &str) -> Option<Workload> {
+    let all = env
+        .manager_workloads()
+        .list(&ListParams::default())
+        .await
+        .ok()?;
+    all.items.into_iter().find(|w| {
+        w.owner_references()
+            .iter()
+            .any(|o| o.kind == "JobSet" && o.name == name)
+    })
+}
+
+/// Waits until JobSet `name`'s manager workload is admitted; the worker it runs on.
+async fn running_on(env: &Env, name: &str, not: Option<usize>) -> usize {
+    eventually(WAIT, &format!("{name} admitted on a worker"), || async {
+        let status = workload_of(env, name).await?.status?;
+        let cluster = status.cluster_name?;
+        let i = (1..=WORKERS).find(|&i| env.cluster(i) == cluster)?;
+        (Some(i) != not && is_condition_true(&status.conditions, condition::ADMITTED)).then_some(i)
+    })
+    .await
+}
+
+/// The selector of JobSet `name`'s pods.
+fn pods_of(name: &str) -> String {
+    format!("jobset.sigs.k8s.io/jobset-name={name}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobset_runs_on_exactly_one_worker_and_its_status_follows() {
+    let (env, _processes, jobsets) = environment().await;
+    let quick = Timing {
+        run_seconds: 4,
+        grace_seconds: 0,
+    };
+    env.create_object(0, &jobsets, timed_jobset("train", 2, 1, 2, true, quick))
+        .await
+        .expect("manager JobSet");
+    let wl = eventually(WAIT, "the manager Workload", || async {
+        workload_of(&env, "train").await
+    })
+    .await;
+    assert!(
+        wl.name_any().starts_with("jobset-train-"),
+        "{}",
+        wl.name_any()
+    );
+    assert_eq!(
+        wl.spec
+            .pod_sets
+            .iter()
+            .map(|p| (p.name.as_str(), p.count))
+            .collect::<Vec<_>>(),
+        vec![("workers", 2)],
+        "a pod set per replicated job: 2 replicas x 1 pod"
+    );
+
+    let winner = running_on(&env, "train", None).await;
+    let copy = eventually(WAIT, "the copy started on the winner", || async {
+        env.object(winner, &jobsets, "train")
+            .await
+            .filter(|j| !is_suspended(j))
+    })
+    .await;
+    assert_eq!(
+        copy.data.pointer("/spec/managedBy"),
+        None,
+        "run by the worker's JobSet controller"
+    );
+    assert_eq!(
+        copy.labels().get("kueue.x-k8s.io/prebuilt-workload-name"),
+        Some(&wl.name_any())
+    );
+    assert_eq!(
+        env.holders(&jobsets, "train").await,
+        vec![winner],
+        "no copy on losers"
+    );
+    eventually(
+        WAIT,
+        "the manager JobSet unsuspended while admitted",
+        || async {
+            env.object(0, &jobsets, "train")
+                .await
+                .filter(|j| !is_suspended(j))
+        },
+    )
+    .await;
+
+    eventually(WAIT, "2 pods running on the winner", || async {
+        (env.pods(winner, &pods_of("train")).await.len() == 2).then_some(())
+    })
+    .await;
+    for i in (1..=WORKERS).filter(|&i| i != winner) {
+        assert!(
+            env.pods(i, &pods_of("train")).await.is_empty(),
+            "pods on a loser"
+        );
+    }
+    eventually(WAIT, "the manager JobSet shows 2 active Jobs", || async {
+        let obj = env.object(0, &jobsets, "train").await?;
+        (obj.data.pointer("/status/replicatedJobsStatus/0/active") == Some(&json!(2))).then_some(())
+    })
+    .await;
+
+    eventually(WAIT, "the manager JobSet completed", || async {
+        let obj = env.object(0, &jobsets, "train").await?;
+        let conditions = obj.data.pointer("/status/conditions")?.as_array()?.clone();
+        conditions
+            .iter()
+            .any(|c| c["type"] == "Completed" && c["status"] == "True")
+            .then_some(())
+    })
+    .await;
+    eventually(WAIT, "the manager workload finished", || async {
+        let status = workload_of(&env, "train").await?.status?;
+        is_condition_true(&status.conditions, condition::FINISHED).then_some(())
+    })
+    .await;
+    eventually(WAIT, "the copy removed", || async {
+        env.holders(&jobsets, "train").await.is_empty()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_winner_evicted_on_its_worker_runs_again_elsewhere() {
+    let (env, _processes, jobsets) = environment().await;
+    env.create_object(0, &jobsets, queued_jobset("long", 2, 1, 2, true))
+        .await
+        .expect("manager JobSet");
+    let first = running_on(&env, "long", None).await;
+    eventually(WAIT, "the copy started", || async {
+        env.object(first, &jobsets, "long")
+            .await
+            .filter(|j| !is_suspended(j))
+    })
+    .await;
+    // Local work of higher priority takes the whole worker: the copy is preempted there.
+    env.submit_on_worker(first, "local", 4, 1000, json!({}))
+        .await
+        .expect("local workload");
+    eventually(WAIT, "the local workload admitted", || async {
+        env.worker_workload(first, "local")
+            .await
+            .filter(is_admitted)
+    })
+    .await;
+    let second = running_on(&env, "long", Some(first)).await;
+    eventually(WAIT, "the copy started on the new winner", || async {
+        env.object(second, &jobsets, "long")
+            .await
+            .filter(|j| !is_suspended(j))
+    })
+    .await;
+    eventually(WAIT, "only the new winner holds a copy", || async {
+        env.holders(&jobsets, "long").await == vec![second]
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_the_manager_jobset_cleans_every_worker() {
+    let (env, _processes, jobsets) = environment().await;
+    env.create_object(0, &jobsets, queued_jobset("gone", 1, 2, 1, true))
+        .await
+        .expect("manager JobSet");
+    let winner = running_on(&env, "gone", None).await;
+    let workload = workload_of(&env, "gone")
+        .await
+        .expect("workload")
+        .name_any();
+    eventually(WAIT, "the copy on the winner", || async {
+        env.object(winner, &jobsets, "gone").await
+    })
+    .await;
+    env.objects(0, &jobsets)
+        .delete(
+            "gone",
+            &DeleteParams {
+                propagation_policy: Some(PropagationPolicy::Background),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("delete");
+    eventually(WAIT, "everything gone on every worker", || async {
+        for i in 1..=WORKERS {
+            if env.replica(i, &workload).await.is_some()
+                || env.object(i, &jobsets, "gone").await.is_some()
+            {
+                return None;
+            }
+        }
+        workload_of(&env, "gone").await.is_none().then_some(())
+    })
+    .await;
+}
+
+/// The Workload on worker `i` owned by JobSet `name`.
+async fn worker_workload_of(env: &Env, i: usize, name: &str) -> Option<Workload> {
+    let all = env
+        .worker_workloads(i)
+        .list(&ListParams::default())
+        .await
+        .ok()?;
+    all.items.into_iter().find(|w| {
+        w.owner_references()
+            .iter()
+            .any(|o| o.kind == "JobSet" && o.name == name)
+    })
+}
+
+fn holds_quota(wl: &Workload) -> bool {
+    wl.status.as_ref().is_some_and(|s| s.admission.is_some())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preemption_suspends_a_jobset_and_frees_its_quota_only_once_its_pods_are_gone() {
+    let mut env = Env::start(1).await.expect("env");
+    let jobsets = env
+        .install_crd_everywhere(&shipped_crd(CRD).expect("CRD"))
+        .await
+        .expect("JobSet CRD");
+    env.install_worker_queues(1, 4, json!({}))
+        .await
+        .expect("queues");
+    let _worker = env.start_worker(1, "").expect("worker");
+    // Pods that take 3 s to stop once deleted.
+    let slow_stop = Timing {
+        run_seconds: 600,
+        grace_seconds: 3,
+    };
+    env.create_object(
+        1,
+        &jobsets,
+        timed_jobset("victim", 2, 1, 2, false, slow_stop),
+    )
+    .await
+    .expect("JobSet");
+    eventually(WAIT, "the JobSet's 2 pods running", || async {
+        let started = env
+            .object(1, &jobsets, "victim")
+            .await
+            .is_some_and(|j| !is_suspended(&j));
+        (started && env.pods(1, &pods_of("victim")).await.len() == 2).then_some(())
+    })
+    .await;
+    let wl = worker_workload_of(&env, 1, "victim")
+        .await
+        .expect("its Workload");
+    assert_eq!(wl.spec.pod_sets[0].count, 2);
+
+    env.submit_on_worker(1, "urgent", 4, 1000, json!({}))
+        .await
+        .expect("urgent");
+    eventually(WAIT, "the victim JobSet suspended", || async {
+        env.object(1, &jobsets, "victim").await.filter(is_suspended)
+    })
+    .await;
+    // Until the preemptor is admitted, every look checks that it was not admitted while a
+    // victim pod was still there (the pods cannot come back: the JobSet is suspended).
+    let saw_pods = std::sync::atomic::AtomicBool::new(false);
+    eventually(WAIT, "the preemptor admitted", || async {
+        let admitted = env
+            .worker_workload(1, "urgent")
+            .await
+            .is_some_and(|w| is_admitted(&w));
+        let pods = env.pods(1, &pods_of("victim")).await;
+        assert!(
+            !admitted || pods.is_empty(),
+            "the preemptor was admitted while {} victim pods remained",
+            pods.len()
+        );
+        if !pods.is_empty() {
+            saw_pods.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        admitted
+    })
+    .await;
+    assert!(
+        saw_pods.load(std::sync::atomic::Ordering::Relaxed),
+        "the victim's pods were never seen stopping (the check saw nothing)"
+    );
+    let released = worker_workload_of(&env, 1, "victim")
+        .await
+        .expect("workload");
+    assert!(!holds_quota(&released));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_charts_policy_suspends_a_queued_jobset_created_unsuspended() {
+    use baton_testbed::server::TestCluster;
+    let Some(helm) = baton_e2e::chart::helm().expect("HELM") else {
+        eprintln!("skipped: no helm");
+        return;
+    };
+    let docs = baton_e2e::chart::render(
+        &helm,
+        "baton",
+        "baton-system",
+        &[
+            "--set",
+            "mode=worker",
+            "--api-versions",
+            "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy",
+            "--api-versions",
+            "jobset.x-k8s.io/v1alpha2/JobSet",
+        ],
+    )
+    .expect("render");
+    let policies: Vec<Value> = docs
+        .into_iter()
+        .filter(|d| baton_e2e::chart::component(d) == "job-admission")
+        .collect();
+    let cluster = TestCluster::start_named("jobset-policy")
+        .await
+        .expect("start");
+    let ns = "team-a";
+    cluster
+        .apply_object(
+            "",
+            "v1",
+            "namespaces",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        )
+        .expect("namespace");
+    let client = cluster.client().expect("client");
+    let jobsets = install_crd(&client, &shipped_crd(CRD).expect("CRD"))
+        .await
+        .expect("CRD");
+    baton_e2e::chart::install(&client, &policies)
+        .await
+        .expect("policies");
+    let api = kube::Api::<kube::api::DynamicObject>::namespaced_with(client.clone(), ns, &jobsets);
+    let attempts = std::sync::atomic::AtomicUsize::new(0);
+    // Policies take effect once loaded: probe until one comes back suspended.
+    eventually(
+        WAIT,
+        "a queued JobSet created unsuspended comes back suspended",
+        || async {
+            let n = attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mut doc = queued_jobset(&format!("probe-{n}"), 1, 1, 1, false);
+            doc["spec"]["suspend"] = json!(false);
+            doc["metadata"]["namespace"] = json!(ns);
+            let obj: kube::api::DynamicObject = serde_json::from_value(doc).expect("doc");
+            match api.create(&Default::default(), &obj).await {
+                Ok(created) => is_suspended(&created),
+                Err(e) => panic!("creating a probe JobSet: {e}"),
+            }
+        },
+    )
+    .await;
+    // Unqueued JobSets are left alone.
+    let mut doc = queued_jobset("free", 1, 1, 1, false);
+    doc["spec"]["suspend"] = json!(false);
+    doc["metadata"]["namespace"] = json!(ns);
+    doc["metadata"]["labels"] = json!({"app": "free"});
+    let obj: kube::api::DynamicObject = serde_json::from_value(doc).expect("doc");
+    let created = api
+        .create(&Default::default(), &obj)
+        .await
+        .expect("unqueued");
+    assert!(!is_suspended(&created), "an unqueued JobSet is not Baton's");
+}
