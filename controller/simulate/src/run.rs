@@ -3,9 +3,10 @@
 //! real ungating decision, and the delays between them, on a virtual clock.
 
 use baton_crds::WorkloadKey;
+use baton_crds::workload::PreemptionCost;
 
 use super::events::{EventQueue, Millis};
-use super::manager::{Fleet, Managed, Observed, millis};
+use super::manager::{Fleet, Managed, Observed, millis, ungating_policy};
 use super::metrics::{Eviction, Outcome, Reservation, WorkloadStats};
 use super::model::{DelayRange, Mode, RunConfig, Workers};
 use super::rng::Rng;
@@ -149,16 +150,33 @@ impl Sim<'_> {
         matches!(self.config.mode, Mode::Orchestrated { .. })
     }
 
-    /// The workers are Baton's shims: they report `preemptionCost` and give the baton back
-    /// when they can no longer make room; upstream Kueue's do neither.
+    /// The workers are Baton's shims: they report `preemptionCost` and room expected without
+    /// eviction; upstream Kueue's do not.
     fn baton_workers(&self) -> bool {
         matches!(
             self.config.mode,
             Mode::Orchestrated {
-                workers: Workers::Baton,
+                workers: Workers::Baton | Workers::BatonReleasing,
                 ..
             }
         )
+    }
+
+    /// The manager asks its (Baton) workers to give the baton back when they can no longer
+    /// make room: by the policy's default (`ReplicaGating`), or always when told to.
+    fn releases(&self) -> bool {
+        match self.config.mode {
+            Mode::Orchestrated {
+                workers: Workers::Baton,
+                policy,
+                ..
+            } => ungating_policy(policy).releases_on_failure(),
+            Mode::Orchestrated {
+                workers: Workers::BatonReleasing,
+                ..
+            } => true,
+            _ => false,
+        }
     }
 
     fn draw(&mut self, range: DelayRange) -> Millis {
@@ -264,6 +282,7 @@ impl Sim<'_> {
     fn apply(&mut self, worker: usize, decision: Applied) {
         let now = self.now();
         let baton_workers = self.baton_workers();
+        let releases = self.releases();
         let orchestrated = self.orchestrated();
         let last_victim_gone = self.workers[worker].last_victim_gone;
         let Some(entry) = self.workers[worker].entries.get_mut(&decision.key) else {
@@ -271,7 +290,16 @@ impl Sim<'_> {
         };
         let wl = entry.wl;
         let round = entry.round;
-        let before = (entry.signal_since, entry.cost);
+        let before = (entry.signal_since, entry.cost, entry.expecting_since);
+        if !matches!(
+            decision.change,
+            Change::Pending {
+                room_expected: Some(_),
+                ..
+            }
+        ) {
+            entry.expecting_since = None;
+        }
         let mut released = None;
         let mut evict = Vec::new();
         let mut finish_epoch = None;
@@ -309,13 +337,29 @@ impl Sim<'_> {
                 // Upstream Kueue workers signal without a cost.
                 entry.cost = baton_workers.then_some(cost);
             }
-            Change::Pending(gives_back) => {
+            Change::Pending {
+                gives_back,
+                room_expected,
+            } => {
                 entry.signal_since = None;
                 entry.cost = None;
+                // A replica whose gate is Closed tells the manager that room is coming
+                // without eviction (`admission::writes`, reason `RoomExpected`).
+                if let Some(within) = room_expected.filter(|_| baton_workers && round.is_some()) {
+                    entry.expecting_since.get_or_insert(now);
+                    entry.cost = Some(PreemptionCost {
+                        victims: 0,
+                        highest_priority: 0,
+                        pods: 0,
+                        stop_seconds: Some(within),
+                    });
+                } else {
+                    entry.expecting_since = None;
+                }
                 // The baton holder (a replica whose gate is Open) that cannot make room gives
                 // the baton back, as the shim does (`admission::writes`): gate Closed again.
                 let holds_baton = orchestrated && round.is_some() && !entry.pending.gate_closed;
-                if let Some(why) = gives_back.filter(|_| baton_workers && holds_baton) {
+                if let Some(why) = gives_back.filter(|_| releases && holds_baton) {
                     entry.pending.gate_closed = true;
                     released = Some((now, why));
                 }
@@ -328,6 +372,7 @@ impl Sim<'_> {
         // What the manager's watch would report (evicting victims leaves this entry as is).
         let seen = Observed {
             signal: entry.signal_since,
+            expecting: entry.expecting_since,
             cost: entry.cost,
             admitted: match entry.state {
                 State::Admitted { at, .. } => Some(at),
@@ -348,7 +393,7 @@ impl Sim<'_> {
         }
         // Replicas' status changes reach the manager through its watch.
         let Some(round) = round else { return };
-        if (seen.signal, seen.cost) != before
+        if (seen.signal, seen.cost, seen.expecting) != before
             || seen.admitted == Some(now)
             || seen.released.is_some()
         {
@@ -442,6 +487,7 @@ impl Sim<'_> {
             e.pending.held = None;
             e.signal_since = None;
             e.cost = None;
+            e.expecting_since = None;
             w.entries.insert(key.clone(), e);
         }
         self.touch(worker);
