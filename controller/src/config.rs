@@ -440,6 +440,37 @@ mod tests {
     }
 
     #[test]
+    fn release_on_failure_follows_the_policy_unless_set() {
+        let gating = |yaml: &str| {
+            Configuration::from_yaml(yaml)
+                .expect("valid")
+                .replica_gating()
+        };
+        // FCFS by default: KEP-8303 exactly, no release asked for.
+        assert_eq!(gating(""), ReplicaGating::Gated);
+        assert_eq!(
+            gating("ungatingPolicy: SoonestRoom"),
+            ReplicaGating::GatedReleasing
+        );
+        assert_eq!(
+            gating("ungatingPolicy: LeastDisruption"),
+            ReplicaGating::GatedReleasing
+        );
+        assert_eq!(
+            gating("releaseOnFailure: true"),
+            ReplicaGating::GatedReleasing
+        );
+        assert_eq!(
+            gating("ungatingPolicy: SoonestRoom\nreleaseOnFailure: false"),
+            ReplicaGating::Gated
+        );
+        assert_eq!(
+            gating("orchestratedPreemption: false\nreleaseOnFailure: true"),
+            ReplicaGating::Off
+        );
+    }
+
+    #[test]
     fn soonest_room_is_chosen_with_the_window_and_checked_against_the_timeout() {
         let config =
             Configuration::from_yaml("ungatingPolicy: SoonestRoom\nleastDisruptionWindow: 1500ms")

@@ -151,6 +151,34 @@ mod tests {
     }
 
     #[test]
+    fn release_on_failure_is_asked_for_only_when_the_manager_honours_it() {
+        let asked = |gating| {
+            build_replica(&manager(), None, "mk", gating)
+                .annotations()
+                .get(RELEASE_ON_FAILURE_ANNOTATION)
+                .cloned()
+        };
+        assert_eq!(
+            asked(ReplicaGating::GatedReleasing).as_deref(),
+            Some("true")
+        );
+        assert_eq!(asked(ReplicaGating::Gated), None);
+        assert_eq!(asked(ReplicaGating::Off), None);
+        // Never copied from a manager object that carries it.
+        let mut m = manager();
+        m.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(RELEASE_ON_FAILURE_ANNOTATION.into(), "true".into());
+        assert_eq!(
+            build_replica(&m, None, "mk", ReplicaGating::Gated)
+                .annotations()
+                .get(RELEASE_ON_FAILURE_ANNOTATION),
+            None
+        );
+    }
+
+    #[test]
     fn replica_carries_identity_labels_annotations_spec_and_only_our_gate() {
         let replica = build_replica(&manager(), None, "mk", ReplicaGating::Gated);
         assert_eq!(replica.name_any(), "job");
