@@ -353,6 +353,8 @@ struct Race {
     admitted_after: Duration,
     /// The winner's replica's `QuotaReserved=True` transition.
     reserved_at: DateTime<Utc>,
+    /// When the manager opened the winner's gate (stored, whole seconds).
+    opened_at: DateTime<Utc>,
     /// Victims' pods seen terminating, by worker: (pod, gone at, grace).
     terminating: Vec<(usize, String, DateTime<Utc>, i64)>,
 }
@@ -404,9 +406,13 @@ async fn first_slow_then_fast(policy: &str) -> (Env, Race) {
     let winner = (1..=2)
         .find(|&i| env.cluster(i) == cluster)
         .expect("a known worker");
-    let reserved_at = env
-        .replica(winner, "high")
-        .await
+    let winner_replica = env.replica(winner, "high").await;
+    let opened_at = winner_replica
+        .as_ref()
+        .and_then(gate_of)
+        .and_then(|(_, at)| at)
+        .expect("the winner's gate was opened");
+    let reserved_at = winner_replica
         .and_then(|r| {
             let s = r.status?;
             let c = find_condition(&s.conditions, condition::QUOTA_RESERVED)?;
@@ -422,13 +428,15 @@ async fn first_slow_then_fast(policy: &str) -> (Env, Race) {
     drop(shims);
     let terminating = seen.into_inner().expect("not poisoned");
     println!(
-        "{policy}: high admitted on worker-{winner} {:.1} s after submission (replica reserved at {reserved_at}); victim pods seen terminating: {terminating:?}",
-        admitted_after.as_secs_f64()
+        "{policy}: high admitted on worker-{winner} {:.1} s after submission; gate opened at {opened_at}, quota reserved at {reserved_at} ({} s later); victim pods seen terminating: {terminating:?}",
+        admitted_after.as_secs_f64(),
+        (reserved_at - opened_at).num_seconds()
     );
     let race = Race {
         winner,
         admitted_after,
         reserved_at,
+        opened_at,
         terminating,
     };
     (env, race)
@@ -478,6 +486,7 @@ async fn soonest_room_admits_on_the_worker_whose_victims_stop_sooner() {
         )),
         "{described}"
     );
+    assert!(race.opened_at <= race.reserved_at);
     println!(
         "SoonestRoom: admitted {:.1} s after submission",
         race.admitted_after.as_secs_f64()
@@ -504,6 +513,7 @@ async fn fcfs_admits_on_the_first_signaller_once_its_slow_victims_are_gone() {
         "reserved at {} before the victims' pods were due to go at {last_gone}",
         race.reserved_at
     );
+    assert!(race.opened_at <= race.reserved_at);
     println!(
         "FCFS: admitted {:.1} s after submission",
         race.admitted_after.as_secs_f64()
