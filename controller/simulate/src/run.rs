@@ -13,6 +13,7 @@ use super::rng::Rng;
 use super::trace::Trace;
 use super::world::{Applied, Change, Entry, State, Worker, instant, key};
 use baton_core::lifecycle::{Progress, RemovalCause};
+use baton_crds::constants::ReleaseReason;
 
 /// The worker's loop waits this long after a change for more changes to batch into one
 /// cycle (`worker::run`'s `BATCH_WINDOW`).
@@ -291,20 +292,12 @@ impl Sim<'_> {
         let wl = entry.wl;
         let round = entry.round;
         let before = (entry.signal_since, entry.cost, entry.expecting_since);
-        if !matches!(
-            decision.change,
-            Change::Pending {
-                room_expected: Some(_),
-                ..
-            }
-        ) {
-            entry.expecting_since = None;
-        }
         let mut released = None;
         let mut evict = Vec::new();
         let mut finish_epoch = None;
         match decision.change {
             Change::Admit => {
+                entry.expecting_since = None;
                 entry.signal_since = None;
                 entry.cost = None;
                 let local = round.is_none();
@@ -328,11 +321,13 @@ impl Sim<'_> {
                 }
             }
             Change::Preempt(victims) => {
+                entry.expecting_since = None;
                 entry.signal_since = None;
                 entry.cost = None;
                 evict = victims;
             }
             Change::Gated(cost) => {
+                entry.expecting_since = None;
                 entry.signal_since.get_or_insert(now);
                 // Upstream Kueue workers signal without a cost.
                 entry.cost = baton_workers.then_some(cost);
@@ -341,30 +336,15 @@ impl Sim<'_> {
                 gives_back,
                 room_expected,
             } => {
-                entry.signal_since = None;
-                entry.cost = None;
-                // A replica whose gate is Closed tells the manager that room is coming
-                // without eviction (`admission::writes`, reason `RoomExpected`).
-                if let Some(within) = room_expected.filter(|_| baton_workers && round.is_some()) {
-                    entry.expecting_since.get_or_insert(now);
-                    entry.cost = Some(PreemptionCost {
-                        victims: 0,
-                        highest_priority: 0,
-                        pods: 0,
-                        stop_seconds: Some(within),
-                    });
-                } else {
-                    entry.expecting_since = None;
-                }
-                // The baton holder (a replica whose gate is Open) that cannot make room gives
-                // the baton back, as the shim does (`admission::writes`): gate Closed again.
-                let holds_baton = orchestrated && round.is_some() && !entry.pending.gate_closed;
-                if let Some(why) = gives_back.filter(|_| releases && holds_baton) {
-                    entry.pending.gate_closed = true;
-                    released = Some((now, why));
-                }
+                let flags = Reports {
+                    baton_workers,
+                    releases,
+                    orchestrated,
+                };
+                released = pending(entry, gives_back, room_expected, flags, now);
             }
             Change::Other => {
+                entry.expecting_since = None;
                 entry.signal_since = None;
                 entry.cost = None;
             }
@@ -635,4 +615,44 @@ impl Sim<'_> {
         m.next_tick = Some(at);
         self.queue.at(at, Event::ManagerTick { wl, at });
     }
+}
+
+/// What the workers of a run report (see `Sim::baton_workers` and `Sim::releases`).
+#[derive(Clone, Copy)]
+struct Reports {
+    baton_workers: bool,
+    releases: bool,
+    orchestrated: bool,
+}
+
+/// A pending outcome applied to `entry`, as the shim writes it (`admission::writes`): no
+/// signal; a replica whose gate is Closed with room coming without eviction reports
+/// `RoomExpected` (Baton's workers); the baton holder (gate Open) that cannot make room gives
+/// the baton back when asked to (its gate Closed again). Returns that release.
+fn pending(
+    entry: &mut Entry,
+    gives_back: Option<ReleaseReason>,
+    room_expected: Option<i64>,
+    reports: Reports,
+    now: Millis,
+) -> Option<(Millis, ReleaseReason)> {
+    entry.signal_since = None;
+    entry.cost = None;
+    let replica = entry.round.is_some();
+    match room_expected.filter(|_| reports.baton_workers && replica) {
+        Some(within) => {
+            entry.expecting_since.get_or_insert(now);
+            entry.cost = Some(PreemptionCost {
+                victims: 0,
+                highest_priority: 0,
+                pods: 0,
+                stop_seconds: Some(within),
+            });
+        }
+        None => entry.expecting_since = None,
+    }
+    let holds_baton = reports.orchestrated && replica && !entry.pending.gate_closed;
+    let why = gives_back.filter(|_| reports.releases && holds_baton)?;
+    entry.pending.gate_closed = true;
+    Some((now, why))
 }
