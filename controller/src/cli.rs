@@ -150,6 +150,8 @@ pub enum SimulatePolicy {
     SoonestRoom,
     /// KEP-8303 FCFS with upstream Kueue's workers: no cost, no release on failure.
     KueueWorkers,
+    /// FCFS with release on failure asked for (`releaseOnFailure: true`).
+    FcfsRelease,
     /// Orchestration off: every worker preempts.
     Uncoordinated,
     /// Uncoordinated, then each policy at each timeout.

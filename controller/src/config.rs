@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use baton_core::ungate::{DEFAULT_LEAST_DISRUPTION_WINDOW, UngatingPolicy};
+use baton_core::ungate::{DEFAULT_LEAST_DISRUPTION_WINDOW, ReplicaGating, UngatingPolicy};
 
 /// An invalid configuration, naming the field at fault.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -46,6 +46,12 @@ pub struct Configuration {
     /// KEP's first come, first served), `LeastDisruption` (the cheapest victim set) or
     /// `SoonestRoom` (the victims gone soonest, then the cheapest).
     pub ungating_policy: UngatingPolicyName,
+    /// Whether Baton workers give the baton back at once when they can no longer make room
+    /// (release on failure), so that the manager passes it on without waiting for the
+    /// timeout. Unset: off with `FCFS` (KEP-8303 exactly: a holder keeps its gate until the
+    /// timeout), on with `LeastDisruption` and `SoonestRoom`. The manager asks for it on each
+    /// replica it creates (annotation `baton.dev/release-on-failure: "true"`).
+    pub release_on_failure: Option<bool>,
     /// `LeastDisruption` and `SoonestRoom` only: how long after the first signal other
     /// replicas may still signal before one is chosen.
     #[serde(deserialize_with = "go_duration")]
@@ -149,6 +155,7 @@ impl Default for Configuration {
             orchestrated_preemption: true,
             single_cluster_preemption_timeout: Duration::from_secs(5 * 60),
             ungating_policy: UngatingPolicyName::Fcfs,
+            release_on_failure: None,
             least_disruption_window: DEFAULT_LEAST_DISRUPTION_WINDOW,
             worker_lost_timeout: Duration::from_secs(15 * 60),
             gc_interval: Duration::from_secs(60),
@@ -349,6 +356,23 @@ impl Configuration {
         }
     }
 
+    /// How replicas are gated: not at all without orchestration; otherwise with the
+    /// MultiKueue gate, and release on failure asked for as `releaseOnFailure` says (by
+    /// default as the policy says, [`UngatingPolicy::releases_on_failure`]).
+    pub fn replica_gating(&self) -> ReplicaGating {
+        if !self.orchestrated_preemption {
+            return ReplicaGating::Off;
+        }
+        let release = self
+            .release_on_failure
+            .unwrap_or_else(|| self.ungating_policy().releases_on_failure());
+        if release {
+            ReplicaGating::GatedReleasing
+        } else {
+            ReplicaGating::Gated
+        }
+    }
+
     /// Checks every field's range and relations.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.framework_kinds()?;
@@ -483,6 +507,37 @@ mod tests {
         assert_eq!(
             config.ungating_policy(),
             UngatingPolicy::FirstComeFirstServed
+        );
+    }
+
+    #[test]
+    fn release_on_failure_follows_the_policy_unless_set() {
+        let gating = |yaml: &str| {
+            Configuration::from_yaml(yaml)
+                .expect("valid")
+                .replica_gating()
+        };
+        // FCFS by default: KEP-8303 exactly, no release asked for.
+        assert_eq!(gating(""), ReplicaGating::Gated);
+        assert_eq!(
+            gating("ungatingPolicy: SoonestRoom"),
+            ReplicaGating::GatedReleasing
+        );
+        assert_eq!(
+            gating("ungatingPolicy: LeastDisruption"),
+            ReplicaGating::GatedReleasing
+        );
+        assert_eq!(
+            gating("releaseOnFailure: true"),
+            ReplicaGating::GatedReleasing
+        );
+        assert_eq!(
+            gating("ungatingPolicy: SoonestRoom\nreleaseOnFailure: false"),
+            ReplicaGating::Gated
+        );
+        assert_eq!(
+            gating("orchestratedPreemption: false\nreleaseOnFailure: true"),
+            ReplicaGating::Off
         );
     }
 

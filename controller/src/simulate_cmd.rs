@@ -20,6 +20,7 @@ fn selection(policy: SimulatePolicy) -> Selection {
         SimulatePolicy::LeastDisruption => Selection::LeastDisruption,
         SimulatePolicy::SoonestRoom => Selection::SoonestRoom,
         SimulatePolicy::KueueWorkers => Selection::KueueWorkers,
+        SimulatePolicy::FcfsRelease => Selection::FcfsRelease,
         SimulatePolicy::Uncoordinated => Selection::Uncoordinated,
         SimulatePolicy::All => Selection::All,
     }

@@ -12,6 +12,11 @@ pub const MULTIKUEUE_ORIGIN_LABEL: &str = "kueue.x-k8s.io/multikueue-origin";
 /// workload's `Evicted` condition is True for `Preempted`; otherwise it is stale and ignored.
 /// The condition's message names the preemptor too, for people; code reads only this.
 pub const PREEMPTED_BY_ANNOTATION: &str = "baton.dev/preempted-by";
+/// Annotation the manager puts on a replica (value `"true"`) when it passes the baton on at
+/// once on a release (Baton extension, DESIGN.md §3): only then does the worker shim give the
+/// baton back when it can no longer make room. Without it (FCFS by default, KEP-8303 exactly)
+/// a holder keeps its Open gate and the baton passes on after the timeout.
+pub const RELEASE_ON_FAILURE_ANNOTATION: &str = "baton.dev/release-on-failure";
 
 /// Workload condition types.
 pub mod condition {
@@ -35,6 +40,12 @@ pub mod condition {
 pub mod reason {
     /// The workload could reserve quota by preempting, but a closed gate forbids it.
     pub const PREEMPTION_GATED: &str = "PreemptionGated";
+    /// Baton extension, on `QuotaReservationBlocked=True` of a replica whose gate is Closed:
+    /// it does not fit yet but will without evicting anyone, once workloads already stopping
+    /// (evicted for other work) are gone, within `preemptionCost.stopSeconds` (its
+    /// `victims` is 0). Not a request for the baton: the manager opens no other gate
+    /// meanwhile (DESIGN.md §3, prefer admission without preemption).
+    pub const ROOM_EXPECTED: &str = "RoomExpected";
     pub const PREEMPTED: &str = "Preempted";
     pub const IN_CLUSTER_QUEUE: &str = "InClusterQueue";
     pub const IN_COHORT_RECLAMATION: &str = "InCohortReclamation";

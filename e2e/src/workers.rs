@@ -137,11 +137,15 @@ pub fn is_admitted(wl: &Workload) -> bool {
     })
 }
 
-/// Whether the workload waits on a Closed preemption gate.
+/// Whether the workload waits on a Closed preemption gate: `QuotaReservationBlocked=True` with
+/// reason `PreemptionGated` (not `RoomExpected`, which asks for no gate).
 pub fn is_gated(wl: &Workload) -> bool {
-    wl.status
-        .as_ref()
-        .is_some_and(|s| is_condition_true(&s.conditions, condition::QUOTA_RESERVATION_BLOCKED))
+    wl.status.as_ref().is_some_and(|s| {
+        baton_crds::conditions::find_condition(&s.conditions, condition::QUOTA_RESERVATION_BLOCKED)
+            .is_some_and(|c| {
+                c.status == "True" && c.reason == baton_crds::constants::reason::PREEMPTION_GATED
+            })
+    })
 }
 
 /// Whether the workload was evicted (preempted).

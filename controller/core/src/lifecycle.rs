@@ -589,7 +589,8 @@ fn ungate_step(
     ) {
         UngateDecision::Nothing => {}
         UngateDecision::Wait { requeue_after, .. }
-        | UngateDecision::Collect { requeue_after, .. } => d.requeue(requeue_after),
+        | UngateDecision::Collect { requeue_after, .. }
+        | UngateDecision::AwaitRoom { requeue_after, .. } => d.requeue(requeue_after),
         UngateDecision::Open {
             cluster,
             signalled_at,

@@ -23,6 +23,16 @@
 //! by its new signal time (no flapping ahead of the queue). Upstream Kueue workers never
 //! give the baton back: their holders keep it until the timeout.
 //!
+//! Release on failure is what the manager asks for on each replica
+//! ([`UngatingPolicy::releases_on_failure`]): by default with `LeastDisruption` and
+//! `SoonestRoom`, not with FCFS, whose holders keep an Open gate until the timeout exactly as
+//! KEP-8303 says (unless the operator asks for releases with FCFS too).
+//!
+//! Prefer admission without preemption (Baton extension, `LeastDisruption` and `SoonestRoom`
+//! only): before step 5 opens anything, a replica whose worker says it will be admitted
+//! without eviction soon (room of workloads already stopping there) holds the openings for a
+//! bounded time; see [`room_expected`].
+//!
 //! While a replica is admitted, nothing is opened: the lifecycle takes over.
 
 use std::time::Duration;
@@ -37,6 +47,7 @@ use chrono::{DateTime, Utc};
 pub use baton_crds::workload::PreemptionCost;
 
 pub mod least_disruption;
+pub mod room_expected;
 pub mod soonest_room;
 
 /// How the manager chooses among the replicas waiting for the baton.
@@ -52,6 +63,33 @@ pub enum UngatingPolicy {
     /// then the cheapest, among those that signal within `window` of the first signal (see
     /// [`soonest_room`]).
     SoonestRoom { window: Duration },
+}
+
+/// How the manager gates the replicas it creates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicaGating {
+    /// Orchestration off: no gate (plain MultiKueue).
+    Off,
+    /// The MultiKueue gate (KEP-8303): a holder keeps the baton until the timeout.
+    Gated,
+    /// The MultiKueue gate, and the worker asked to give the baton back when it can no
+    /// longer make room (annotation `baton.dev/release-on-failure: "true"`).
+    GatedReleasing,
+}
+
+impl UngatingPolicy {
+    /// Whether, by default, the manager asks the workers to give the baton back when they can
+    /// no longer make room (the replica's `baton.dev/release-on-failure` annotation): not
+    /// with FCFS, which keeps KEP-8303's timeout exactly; yes with the other policies.
+    pub fn releases_on_failure(self) -> bool {
+        !matches!(self, UngatingPolicy::FirstComeFirstServed)
+    }
+
+    /// Whether a replica expecting room without eviction holds the openings
+    /// ([`room_expected`]): not with FCFS (KEP-8303's rule), yes with the other policies.
+    pub fn prefers_admission_without_preemption(self) -> bool {
+        !matches!(self, UngatingPolicy::FirstComeFirstServed)
+    }
 }
 
 /// The default collection window of `LeastDisruption`.
@@ -110,6 +148,13 @@ pub enum UngateDecision {
     /// `LeastDisruption`: the collection window is still open and some replica has not
     /// signalled yet; choose after `requeue_after`.
     Collect {
+        requeue_after: Duration,
+        waiting: usize,
+    },
+    /// A replica expects room without eviction ([`room_expected`]): open nothing for now,
+    /// look again after `requeue_after`.
+    AwaitRoom {
+        cluster: String,
         requeue_after: Duration,
         waiting: usize,
     },
@@ -241,6 +286,18 @@ pub fn decide_with_policy(
     }
     let signalling = candidates.len();
     candidates.sort_by(|a, b| fcfs_order(a, b, cluster_order));
+    if policy.prefers_admission_without_preemption()
+        && let room_expected::Room::Awaited {
+            cluster,
+            requeue_after,
+        } = room_expected::awaited(replicas, candidates[0].signal.since, now, timeout)
+    {
+        return UngateDecision::AwaitRoom {
+            cluster,
+            requeue_after,
+            waiting: signalling,
+        };
+    }
     let why = match policy {
         UngatingPolicy::FirstComeFirstServed => OpenReason::FirstSignaller { signalling },
         UngatingPolicy::LeastDisruption { window } => {

@@ -31,6 +31,8 @@ use super::world::stored;
 pub struct Observed {
     /// `QuotaReservationBlocked=True` (`PreemptionGated`) since then.
     pub signal: Option<Millis>,
+    /// `QuotaReservationBlocked=True` (`RoomExpected`) since then (Baton's workers).
+    pub expecting: Option<Millis>,
     pub cost: Option<PreemptionCost>,
     /// Admitted (quota reserved) at this time.
     pub admitted: Option<Millis>,
@@ -175,8 +177,13 @@ impl Managed {
         let Some(Some(r)) = self.replicas.get_mut(worker) else {
             return false;
         };
-        r.view.signal = seen.signal.map(|since| Signal {
-            reason: reason::PREEMPTION_GATED.to_string(),
+        let signal = match (seen.signal, seen.expecting) {
+            (Some(since), _) => Some((reason::PREEMPTION_GATED, since)),
+            (None, Some(since)) => Some((reason::ROOM_EXPECTED, since)),
+            (None, None) => None,
+        };
+        r.view.signal = signal.map(|(why, since)| Signal {
+            reason: why.to_string(),
             since: stored(since),
         });
         r.view.cost = seen.cost;
@@ -206,7 +213,8 @@ impl Managed {
     }
 }
 
-fn ungating_policy(policy: Policy) -> UngatingPolicy {
+/// The manager's ungating policy of a simulated `policy`.
+pub fn ungating_policy(policy: Policy) -> UngatingPolicy {
     match policy {
         Policy::FirstComeFirstServed => UngatingPolicy::FirstComeFirstServed,
         Policy::LeastDisruption => UngatingPolicy::LeastDisruption {

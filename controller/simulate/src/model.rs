@@ -29,9 +29,13 @@ pub enum Policy {
 /// What the workers report with their signal.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Workers {
-    /// Baton's shim: `preemptionCost` (with `stopSeconds`) and release on failure.
+    /// Baton's shim: `preemptionCost` (with `stopSeconds`), room expected without eviction,
+    /// and release on failure where the policy asks for it by default (not with FCFS).
     #[default]
     Baton,
+    /// Baton's shim with release on failure asked for whatever the policy
+    /// (`releaseOnFailure: true`).
+    BatonReleasing,
     /// Upstream Kueue: the signal only; a holder keeps the baton until the timeout.
     Kueue,
 }
@@ -60,6 +64,7 @@ impl Mode {
             } => {
                 let suffix = match workers {
                     Workers::Baton => "",
+                    Workers::BatonReleasing => " release",
                     Workers::Kueue => " kueue-workers",
                 };
                 format!("{policy} {}{suffix}", format_duration(*timeout))

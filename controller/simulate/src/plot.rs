@@ -24,6 +24,7 @@ fn short_label(mode: &Mode) -> String {
             let kueue = match workers {
                 Workers::Baton => "",
                 Workers::Kueue => " K",
+                Workers::BatonReleasing => " R",
             };
             format!("{p} {}{kueue}", format_duration(*timeout))
         }

@@ -3,15 +3,17 @@
 //! real ungating decision, and the delays between them, on a virtual clock.
 
 use baton_crds::WorkloadKey;
+use baton_crds::workload::PreemptionCost;
 
 use super::events::{EventQueue, Millis};
-use super::manager::{Fleet, Managed, Observed, millis};
+use super::manager::{Fleet, Managed, Observed, millis, ungating_policy};
 use super::metrics::{Eviction, Outcome, Reservation, WorkloadStats};
 use super::model::{DelayRange, Mode, RunConfig, Workers};
 use super::rng::Rng;
 use super::trace::Trace;
 use super::world::{Applied, Change, Entry, State, Worker, instant, key};
 use baton_core::lifecycle::{Progress, RemovalCause};
+use baton_crds::constants::ReleaseReason;
 
 /// The worker's loop waits this long after a change for more changes to batch into one
 /// cycle (`worker::run`'s `BATCH_WINDOW`).
@@ -149,16 +151,33 @@ impl Sim<'_> {
         matches!(self.config.mode, Mode::Orchestrated { .. })
     }
 
-    /// The workers are Baton's shims: they report `preemptionCost` and give the baton back
-    /// when they can no longer make room; upstream Kueue's do neither.
+    /// The workers are Baton's shims: they report `preemptionCost` and room expected without
+    /// eviction; upstream Kueue's do not.
     fn baton_workers(&self) -> bool {
         matches!(
             self.config.mode,
             Mode::Orchestrated {
-                workers: Workers::Baton,
+                workers: Workers::Baton | Workers::BatonReleasing,
                 ..
             }
         )
+    }
+
+    /// The manager asks its (Baton) workers to give the baton back when they can no longer
+    /// make room: by the policy's default (`ReplicaGating`), or always when told to.
+    fn releases(&self) -> bool {
+        match self.config.mode {
+            Mode::Orchestrated {
+                workers: Workers::Baton,
+                policy,
+                ..
+            } => ungating_policy(policy).releases_on_failure(),
+            Mode::Orchestrated {
+                workers: Workers::BatonReleasing,
+                ..
+            } => true,
+            _ => false,
+        }
     }
 
     fn draw(&mut self, range: DelayRange) -> Millis {
@@ -264,6 +283,7 @@ impl Sim<'_> {
     fn apply(&mut self, worker: usize, decision: Applied) {
         let now = self.now();
         let baton_workers = self.baton_workers();
+        let releases = self.releases();
         let orchestrated = self.orchestrated();
         let last_victim_gone = self.workers[worker].last_victim_gone;
         let Some(entry) = self.workers[worker].entries.get_mut(&decision.key) else {
@@ -271,12 +291,13 @@ impl Sim<'_> {
         };
         let wl = entry.wl;
         let round = entry.round;
-        let before = (entry.signal_since, entry.cost);
+        let before = (entry.signal_since, entry.cost, entry.expecting_since);
         let mut released = None;
         let mut evict = Vec::new();
         let mut finish_epoch = None;
         match decision.change {
             Change::Admit => {
+                entry.expecting_since = None;
                 entry.signal_since = None;
                 entry.cost = None;
                 let local = round.is_none();
@@ -300,27 +321,30 @@ impl Sim<'_> {
                 }
             }
             Change::Preempt(victims) => {
+                entry.expecting_since = None;
                 entry.signal_since = None;
                 entry.cost = None;
                 evict = victims;
             }
             Change::Gated(cost) => {
+                entry.expecting_since = None;
                 entry.signal_since.get_or_insert(now);
                 // Upstream Kueue workers signal without a cost.
                 entry.cost = baton_workers.then_some(cost);
             }
-            Change::Pending(gives_back) => {
-                entry.signal_since = None;
-                entry.cost = None;
-                // The baton holder (a replica whose gate is Open) that cannot make room gives
-                // the baton back, as the shim does (`admission::writes`): gate Closed again.
-                let holds_baton = orchestrated && round.is_some() && !entry.pending.gate_closed;
-                if let Some(why) = gives_back.filter(|_| baton_workers && holds_baton) {
-                    entry.pending.gate_closed = true;
-                    released = Some((now, why));
-                }
+            Change::Pending {
+                gives_back,
+                room_expected,
+            } => {
+                let flags = Reports {
+                    baton_workers,
+                    releases,
+                    orchestrated,
+                };
+                released = pending(entry, gives_back, room_expected, flags, now);
             }
             Change::Other => {
+                entry.expecting_since = None;
                 entry.signal_since = None;
                 entry.cost = None;
             }
@@ -328,6 +352,7 @@ impl Sim<'_> {
         // What the manager's watch would report (evicting victims leaves this entry as is).
         let seen = Observed {
             signal: entry.signal_since,
+            expecting: entry.expecting_since,
             cost: entry.cost,
             admitted: match entry.state {
                 State::Admitted { at, .. } => Some(at),
@@ -348,7 +373,7 @@ impl Sim<'_> {
         }
         // Replicas' status changes reach the manager through its watch.
         let Some(round) = round else { return };
-        if (seen.signal, seen.cost) != before
+        if (seen.signal, seen.cost, seen.expecting) != before
             || seen.admitted == Some(now)
             || seen.released.is_some()
         {
@@ -442,6 +467,7 @@ impl Sim<'_> {
             e.pending.held = None;
             e.signal_since = None;
             e.cost = None;
+            e.expecting_since = None;
             w.entries.insert(key.clone(), e);
         }
         self.touch(worker);
@@ -589,4 +615,44 @@ impl Sim<'_> {
         m.next_tick = Some(at);
         self.queue.at(at, Event::ManagerTick { wl, at });
     }
+}
+
+/// What the workers of a run report (see `Sim::baton_workers` and `Sim::releases`).
+#[derive(Clone, Copy)]
+struct Reports {
+    baton_workers: bool,
+    releases: bool,
+    orchestrated: bool,
+}
+
+/// A pending outcome applied to `entry`, as the shim writes it (`admission::writes`): no
+/// signal; a replica whose gate is Closed with room coming without eviction reports
+/// `RoomExpected` (Baton's workers); the baton holder (gate Open) that cannot make room gives
+/// the baton back when asked to (its gate Closed again). Returns that release.
+fn pending(
+    entry: &mut Entry,
+    gives_back: Option<ReleaseReason>,
+    room_expected: Option<i64>,
+    reports: Reports,
+    now: Millis,
+) -> Option<(Millis, ReleaseReason)> {
+    entry.signal_since = None;
+    entry.cost = None;
+    let replica = entry.round.is_some();
+    match room_expected.filter(|_| reports.baton_workers && replica) {
+        Some(within) => {
+            entry.expecting_since.get_or_insert(now);
+            entry.cost = Some(PreemptionCost {
+                victims: 0,
+                highest_priority: 0,
+                pods: 0,
+                stop_seconds: Some(within),
+            });
+        }
+        None => entry.expecting_since = None,
+    }
+    let holds_baton = reports.orchestrated && replica && !entry.pending.gate_closed;
+    let why = gives_back.filter(|_| reports.releases && holds_baton)?;
+    entry.pending.gate_closed = true;
+    Some((now, why))
 }

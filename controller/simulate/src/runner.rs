@@ -19,6 +19,8 @@ pub enum Selection {
     SoonestRoom,
     /// KEP-8303 FCFS with upstream Kueue's workers (no cost, no release on failure).
     KueueWorkers,
+    /// FCFS with release on failure asked for (`releaseOnFailure: true`).
+    FcfsRelease,
     /// Orchestration off: every worker preempts.
     Uncoordinated,
     /// Uncoordinated, then each policy at each timeout (FCFS with Kueue's workers, then
@@ -42,6 +44,11 @@ pub fn modes(policy: Selection, timeouts: &[Duration]) -> Vec<Mode> {
             Selection::Fcfs,
             Policy::FirstComeFirstServed,
             Workers::Baton,
+        ),
+        (
+            Selection::FcfsRelease,
+            Policy::FirstComeFirstServed,
+            Workers::BatonReleasing,
         ),
         (
             Selection::LeastDisruption,

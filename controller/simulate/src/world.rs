@@ -16,7 +16,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use super::events::Millis;
 use super::trace::{TraceWorkload, WorkerSpec};
-use baton_core::admission::cycle::{Draft, DraftOutcome};
+use baton_core::admission::cycle::{Draft, DraftOutcome, PendingWhy};
 use baton_core::admission::model::{
     AdmittedModel, FlavorModel, GroupModel, PendingModel, PodSetModel, QueueModel, Snapshot,
     WorkloadModel,
@@ -79,6 +79,9 @@ pub struct Entry {
     pub signal_since: Option<Millis>,
     /// The cost its worker reports with the signal (Baton's `status.preemptionCost`).
     pub cost: Option<PreemptionCost>,
+    /// `QuotaReservationBlocked=True` (`RoomExpected`) since then: room without eviction
+    /// expected (its `cost` says within how long).
+    pub expecting_since: Option<Millis>,
     /// Bumped whenever its run is cut, so a stale finish event is ignored.
     pub epoch: u32,
     /// While it is being evicted: its index in the run's evictions.
@@ -126,6 +129,7 @@ impl Entry {
             state: State::Pending,
             signal_since: None,
             cost: None,
+            expecting_since: None,
             epoch: 0,
             eviction: None,
         }
@@ -287,8 +291,13 @@ pub enum Change {
     Preempt(Vec<WorkloadKey>),
     Gated(PreemptionCost),
     /// Pending; with a holder of the baton, why it gives it back
-    /// ([`baton_core::admission::cycle::PendingWhy::gives_back`]).
-    Pending(Option<ReleaseReason>),
+    /// ([`baton_core::admission::cycle::PendingWhy::gives_back`]); with its gate Closed and
+    /// room coming from workloads already stopping, within how many seconds
+    /// (`Outcome::Pending::room_expected`).
+    Pending {
+        gives_back: Option<ReleaseReason>,
+        room_expected: Option<i64>,
+    },
     /// Waiting for its victims.
     Other,
 }
@@ -304,7 +313,13 @@ impl Applied {
                     .collect(),
             ),
             DraftOutcome::Gated { cost, .. } => Change::Gated(*cost),
-            DraftOutcome::Pending(why) => Change::Pending(why.gives_back()),
+            DraftOutcome::Pending(why) => Change::Pending {
+                gives_back: why.gives_back(),
+                room_expected: match why {
+                    PendingWhy::WaitingForVictims { room_within } => *room_within,
+                    _ => None,
+                },
+            },
             DraftOutcome::Waiting => Change::Other,
         };
         Applied {

@@ -141,7 +141,9 @@ pub fn gated(
             message,
             now,
         );
-        // The transition time of a True condition stays put: it is the FCFS timestamp.
+        // The transition time of a True condition stays put: it is the FCFS timestamp. One
+        // that said room was expected (another reason) is a new signal, with a new time.
+        changed |= drop_room_expected(s);
         changed |= set(
             s,
             condition::QUOTA_RESERVATION_BLOCKED,
@@ -154,6 +156,64 @@ pub fn gated(
         s.preemption_cost = Some(cost);
         changed
     })
+}
+
+/// Will fit without eviction once workloads already stopping are gone, within `within`
+/// seconds (a replica whose MultiKueue gate is Closed; DESIGN.md §3): `QuotaReservationBlocked`
+/// True with reason `RoomExpected` (its transition time: since when), and a preemption cost
+/// of no victims with `stopSeconds: within`. A `PreemptionGated` signal it replaces ends (a
+/// later one starts anew, by its own time).
+pub fn room_expected(
+    workload: &Workload,
+    message: &str,
+    within: i64,
+    now: DateTime<Utc>,
+) -> Option<WorkloadStatus> {
+    with_status(workload, now, |s, now| {
+        let mut changed = set(
+            s,
+            condition::QUOTA_RESERVED,
+            ConditionStatus::False,
+            reason::PENDING,
+            message,
+            now,
+        );
+        let gated = find_condition(&s.conditions, condition::QUOTA_RESERVATION_BLOCKED)
+            .is_some_and(|c| c.status == "True" && c.reason != reason::ROOM_EXPECTED);
+        if gated {
+            s.conditions
+                .retain(|c| c.type_ != condition::QUOTA_RESERVATION_BLOCKED);
+            changed = true;
+        }
+        changed |= set(
+            s,
+            condition::QUOTA_RESERVATION_BLOCKED,
+            ConditionStatus::True,
+            reason::ROOM_EXPECTED,
+            message,
+            now,
+        );
+        let cost = PreemptionCost {
+            victims: 0,
+            highest_priority: 0,
+            pods: 0,
+            stop_seconds: Some(within.max(0)),
+        };
+        changed |= s.preemption_cost != Some(cost);
+        s.preemption_cost = Some(cost);
+        changed
+    })
+}
+
+/// A `RoomExpected` signal gives way to a `PreemptionGated` one with its own time: removed.
+fn drop_room_expected(s: &mut WorkloadStatus) -> bool {
+    let before = s.conditions.len();
+    s.conditions.retain(|c| {
+        !(c.type_ == condition::QUOTA_RESERVATION_BLOCKED
+            && c.status == "True"
+            && c.reason == reason::ROOM_EXPECTED)
+    });
+    s.conditions.len() != before
 }
 
 /// No longer gated: the cost of a preemption that is not waiting any more goes away.

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use baton_crds::conditions::{find_condition, is_condition_true};
 use baton_crds::constants::{
-    MULTIKUEUE_GATE, PREEMPTED_BY_ANNOTATION, ReleaseReason, condition, reason,
+    MULTIKUEUE_GATE, PREEMPTED_BY_ANNOTATION, RELEASE_ON_FAILURE_ANNOTATION, ReleaseReason,
+    condition, reason,
 };
 use baton_crds::gates::gates;
 use baton_crds::workload::{GateState, PreemptionCost, WorkloadStatus};
@@ -96,7 +97,15 @@ pub fn writes_for(
         Outcome::Pending {
             message,
             gives_back: Some(why),
-        } if holds_baton(wl) => give_back_write(wl, *why, message, now)
+            ..
+        } if holds_baton(wl) && release_asked(wl) => give_back_write(wl, *why, message, now)
+            .into_iter()
+            .collect(),
+        Outcome::Pending {
+            message,
+            room_expected: Some(within),
+            ..
+        } => room_expected_write(wl, *within, message, now)
             .into_iter()
             .collect(),
         Outcome::Pending { message, .. } => pending_write(wl, message, now).into_iter().collect(),
@@ -273,6 +282,32 @@ fn holds_baton(wl: &Workload) -> bool {
     gates(wl)
         .iter()
         .any(|g| g.name == MULTIKUEUE_GATE && g.state == GateState::Open)
+}
+
+/// The manager asked for release on failure on this replica
+/// ([`RELEASE_ON_FAILURE_ANNOTATION`] `"true"`): without it (FCFS by default, upstream
+/// managers) a holder keeps its Open gate until the manager's timeout, as KEP-8303 says.
+fn release_asked(wl: &Workload) -> bool {
+    wl.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(RELEASE_ON_FAILURE_ANNOTATION))
+        .is_some_and(|v| v == "true")
+}
+
+/// A replica whose gate is Closed will fit without evicting anyone once workloads already
+/// stopping are gone, within `within` seconds (DESIGN.md §3, prefer admission without
+/// preemption): `QuotaReservationBlocked=True` with reason `RoomExpected` and a preemption
+/// cost of no victims whose `stopSeconds` is `within`. No event: it is no request, and it
+/// changes as stopping workloads come and go.
+fn room_expected_write(
+    wl: &Arc<Workload>,
+    within: i64,
+    message: &str,
+    now: DateTime<Utc>,
+) -> Option<Write> {
+    let note = format!("{message}; room expected without eviction within {within}s");
+    write(wl, status::room_expected(wl, &note, within, now), None)
 }
 
 /// The baton holder cannot make room (DESIGN.md §3, release on failure): it gives the baton

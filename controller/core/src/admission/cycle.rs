@@ -76,10 +76,14 @@ pub enum Outcome {
     /// Does not fit and cannot preempt. `gives_back`: why a preemption it was allowed (its
     /// MultiKueue gate Open: it holds the baton) cannot make room here, in which case the
     /// worker gives the baton back (see [`PendingWhy::gives_back`]); `None` while it only
-    /// waits (for victims, its own or another preemptor's).
+    /// waits (for victims, its own or another preemptor's). `room_expected`: a workload whose
+    /// MultiKueue gate is Closed that fits once workloads already stopping (evicted for other
+    /// work) are gone, within this many seconds at most (their longest grace period): room
+    /// without eviction, which its worker reports to the manager (reason `RoomExpected`).
     Pending {
         message: String,
         gives_back: Option<ReleaseReason>,
+        room_expected: Option<i64>,
     },
 }
 
@@ -190,8 +194,9 @@ pub enum DraftOutcome {
 pub enum PendingWhy {
     /// Its ClusterQueue is inactive.
     Inactive,
-    /// `WAITING_FOR_VICTIMS`.
-    WaitingForVictims,
+    /// `WAITING_FOR_VICTIMS`: it fits once workloads already stopping are gone; with its
+    /// gate Closed, within `room_within` seconds at most (see `Outcome::Pending`).
+    WaitingForVictims { room_within: Option<i64> },
     /// The assignment's reasons: it does not fit even with preemption.
     NoFit,
     /// The assignment's reasons: it needs preemption where no workload may be preempted for
@@ -212,7 +217,7 @@ impl PendingWhy {
     ///   does not fit, the quota was lowered): `Insufficient`.
     pub fn gives_back(&self) -> Option<ReleaseReason> {
         match self {
-            PendingWhy::WaitingForVictims => None,
+            PendingWhy::WaitingForVictims { .. } => None,
             PendingWhy::Inactive => Some(ReleaseReason::QueueInactive),
             PendingWhy::NoCandidates => Some(ReleaseReason::NoCandidates),
             PendingWhy::NoFit => Some(ReleaseReason::Insufficient),
@@ -261,13 +266,17 @@ impl Draft<'_> {
             },
             DraftOutcome::Pending(why) => Outcome::Pending {
                 gives_back: why.gives_back(),
+                room_expected: match why {
+                    PendingWhy::WaitingForVictims { room_within } => *room_within,
+                    _ => None,
+                },
                 message: match why {
                     PendingWhy::Inactive => {
                         let queue = &snapshot.queues[pending.queue];
                         let why = queue.inactive.as_ref().map_or("", |p| p.message.as_str());
                         format!("ClusterQueue {} is inactive: {why}", queue.name)
                     }
-                    PendingWhy::WaitingForVictims => WAITING_FOR_VICTIMS.to_string(),
+                    PendingWhy::WaitingForVictims { .. } => WAITING_FOR_VICTIMS.to_string(),
                     PendingWhy::NoFit | PendingWhy::NoCandidates => reasons(),
                     PendingWhy::NoVictims(selection) => {
                         format!("{}; {}", reasons(), selection.summary())
@@ -662,9 +671,17 @@ fn decide_in_queue<'a>(
         // It fits once this cycle's victims are gone, but they still hold their quota (a
         // Job's pods stop in real time): admitting it now would reserve more than the quota.
         // Its room is held for it, as for a waiting preemptor, so lower work cannot take it.
+        // With its gate Closed, it says within how long (room without eviction, reported to
+        // the manager so that no other worker evicts for it meanwhile).
         Mode::Fit if !fits(cycle.held, pending.queue, &assignment.usage) => {
             snapshot.quota.add(pending.queue, &assignment.usage);
-            (DraftOutcome::Pending(PendingWhy::WaitingForVictims), false)
+            let room_within = pending
+                .gate_closed
+                .then(|| stopping_within(snapshot, excluded));
+            (
+                DraftOutcome::Pending(PendingWhy::WaitingForVictims { room_within }),
+                false,
+            )
         }
         Mode::Fit => {
             snapshot.quota.add(pending.queue, &assignment.usage);
@@ -857,6 +874,21 @@ fn take_victims_out(snapshot: &mut Snapshot, victims: &[usize]) {
         let victim = &snapshot.admitted[i];
         snapshot.quota.remove(victim.queue, &victim.usage);
     }
+}
+
+/// How soon every workload now stopping — evicted earlier (`evicting`) or chosen as a victim
+/// in this cycle (`excluded`) — is gone at most: the longest grace period among their pod
+/// sets (an upper bound: they were evicted at or before now).
+fn stopping_within(snapshot: &Snapshot, excluded: &[bool]) -> i64 {
+    snapshot
+        .admitted
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| a.evicting || excluded.get(*i).copied().unwrap_or(false))
+        .flat_map(|(_, a)| &a.workload.pod_sets)
+        .map(PodSetModel::stop_seconds)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Why a workload that fits is not admitted while preempted workloads still stop.

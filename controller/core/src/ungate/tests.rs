@@ -8,6 +8,7 @@ use proptest::prelude::*;
 mod least_disruption;
 mod props;
 mod release;
+mod room_expected;
 mod soonest_room;
 
 const TIMEOUT: Duration = Duration::from_secs(300);

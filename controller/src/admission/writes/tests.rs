@@ -333,6 +333,7 @@ fn a_pending_workload_is_told_only_when_the_reason_changes() {
             Outcome::Pending {
                 message: message.into(),
                 gives_back: None,
+                room_expected: None,
             },
             None,
         )
@@ -505,8 +506,22 @@ fn upkeep_evicts_a_deactivated_workload_without_queueing_it_again() {
     assert!(upkeep_writes(&[after(&w, &writes[0])], Holding::Never, t0()).is_empty());
 }
 
-/// `w` with its MultiKueue gate Open since `at` (the manager gave it the baton).
+/// `w` with its MultiKueue gate Open since `at` (the manager gave it the baton), made by a
+/// manager that asks for release on failure.
 fn holding_the_baton(w: &Arc<Workload>, at: DateTime<Utc>) -> Arc<Workload> {
+    let mut next = holding_the_baton_kep(w, at).as_ref().clone();
+    next.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(
+            baton_crds::constants::RELEASE_ON_FAILURE_ANNOTATION.to_string(),
+            "true".to_string(),
+        );
+    Arc::new(next)
+}
+
+/// The same from a manager that does not ask for releases (FCFS by default: KEP-8303).
+fn holding_the_baton_kep(w: &Arc<Workload>, at: DateTime<Utc>) -> Arc<Workload> {
     let mut next = w.as_ref().clone();
     let status = next.status.get_or_insert_with(Default::default);
     baton_crds::gates::set_gate_state(status, MULTIKUEUE_GATE, GateState::Open, at);
@@ -518,6 +533,7 @@ fn failing(gives_back: Option<ReleaseReason>) -> Decision {
         Outcome::Pending {
             message: "insufficient quota for cpu in flavor default".into(),
             gives_back,
+            room_expected: None,
         },
         None,
     )
@@ -620,4 +636,115 @@ fn a_workload_without_the_baton_or_only_waiting_gives_nothing_back() {
             Some(GateState::Open)
         );
     }
+}
+
+#[test]
+fn a_holder_not_asked_to_release_keeps_its_open_gate() {
+    // FCFS by default (KEP-8303): the manager's timeout passes the baton on, not the worker.
+    let held = holding_the_baton_kep(&workload("high"), t0());
+    let writes = writes_for(
+        &Rules::default(),
+        &failing(Some(ReleaseReason::Insufficient)),
+        &held,
+        "cq",
+        &no_victims(),
+        &HashMap::new(),
+        t0() + Duration::seconds(7),
+    );
+    for w in &writes {
+        assert_eq!(
+            baton_crds::gates::gate_state(&after(&held, w), MULTIKUEUE_GATE),
+            Some(GateState::Open)
+        );
+        assert_ne!(event(w).map(|(why, _)| why), Some(PREEMPTION_GATE_RELEASED));
+    }
+    let view = baton_core::ungate::view_of("worker-1", &held);
+    assert_eq!(view.released, None);
+}
+
+fn expecting_room(within: i64) -> Decision {
+    decision(
+        Outcome::Pending {
+            message: "waiting for preempted workloads to release their quota".into(),
+            gives_back: None,
+            room_expected: Some(within),
+        },
+        None,
+    )
+}
+
+#[test]
+fn room_expected_without_eviction_is_told_to_the_manager_and_then_gives_way_to_a_signal() {
+    let high = workload("high");
+    let writes = writes_for(
+        &Rules::default(),
+        &expecting_room(12),
+        &high,
+        "cq",
+        &no_victims(),
+        &HashMap::new(),
+        t0(),
+    );
+    assert_eq!(writes.len(), 1);
+    let w = &writes[0];
+    assert!(w.event.is_none());
+    let blocked = find_condition(&w.status.conditions, condition::QUOTA_RESERVATION_BLOCKED)
+        .expect("the signal");
+    assert_eq!(
+        (blocked.status.as_str(), blocked.reason.as_str()),
+        ("True", reason::ROOM_EXPECTED)
+    );
+    assert_eq!(
+        w.status
+            .preemption_cost
+            .map(|c| (c.victims, c.stop_seconds)),
+        Some((0, Some(12)))
+    );
+    // The manager reads it as an expectation, not as a candidate.
+    let expecting = after(&high, w);
+    let view = baton_core::ungate::view_of("worker-1", &expecting);
+    let signal = view.signal.expect("a signal");
+    assert_eq!(signal.reason, reason::ROOM_EXPECTED);
+    assert_eq!(signal.since, t0());
+    // The same again changes nothing: no write.
+    let again = writes_for(
+        &Rules::default(),
+        &expecting_room(12),
+        &expecting,
+        "cq",
+        &no_victims(),
+        &HashMap::new(),
+        t0() + Duration::seconds(1),
+    );
+    assert!(again.is_empty(), "{again:?}");
+    // Later the room went elsewhere and it must preempt: a PreemptionGated signal with its
+    // own time (not the expectation's).
+    let later = t0() + Duration::seconds(9);
+    let gated = decision(
+        Outcome::Gated {
+            victims: 1,
+            summary: "1 victim".into(),
+            cost: PreemptionCost {
+                victims: 1,
+                highest_priority: 0,
+                pods: 1,
+                stop_seconds: Some(3),
+            },
+        },
+        None,
+    );
+    let writes = writes_for(
+        &Rules::default(),
+        &gated,
+        &expecting,
+        "cq",
+        &no_victims(),
+        &HashMap::new(),
+        later,
+    );
+    let signalled = after(&expecting, &writes[0]);
+    let view = baton_core::ungate::view_of("worker-1", &signalled);
+    let signal = view.signal.expect("a signal");
+    assert_eq!(signal.reason, reason::PREEMPTION_GATED);
+    assert_eq!(signal.since, later);
 }

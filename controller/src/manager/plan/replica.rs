@@ -6,9 +6,11 @@ pub use cached::{CachedReplica, SpecDigest, in_sync, priority_in_sync, priority_
 
 use std::collections::BTreeMap;
 
+use baton_core::ungate::ReplicaGating;
 use baton_crds::conditions::find_condition;
 use baton_crds::constants::{
-    MULTIKUEUE_GATE, MULTIKUEUE_ORIGIN_LABEL, PREEMPTED_BY_ANNOTATION, condition,
+    MULTIKUEUE_GATE, MULTIKUEUE_ORIGIN_LABEL, PREEMPTED_BY_ANNOTATION,
+    RELEASE_ON_FAILURE_ANNOTATION, condition,
 };
 use baton_crds::time::to_chrono;
 use baton_crds::workload::{PreemptionGate, Workload, WorkloadSpec, WorkloadStatus};
@@ -54,18 +56,26 @@ fn replica_spec(manager: &WorkloadSpec, priority: Option<i32>) -> WorkloadSpec {
 
 /// The replica to create on a worker: same name, namespace, labels, annotations and spec (with
 /// the resolved `priority`, see [`replica_spec`]); the origin label; the MultiKueue gate (and
-/// only it) when orchestration is on.
+/// only it) when orchestration is on, with [`RELEASE_ON_FAILURE_ANNOTATION`] when the manager
+/// asks for release on failure.
 pub fn build_replica(
     manager: &Workload,
     priority: Option<i32>,
     origin: &str,
-    orchestrated: bool,
+    gating: ReplicaGating,
 ) -> Workload {
+    let orchestrated = gating != ReplicaGating::Off;
     let mut labels: BTreeMap<String, String> = manager.labels().clone();
     labels.insert(MULTIKUEUE_ORIGIN_LABEL.to_string(), origin.to_string());
     let mut annotations = copied_annotations(manager.annotations());
     if let Some(stamp) = manager.status.as_ref().and_then(redispatch_stamp) {
         annotations.insert(REDISPATCH_ANNOTATION.to_string(), stamp);
+    }
+    if gating == ReplicaGating::GatedReleasing {
+        annotations.insert(
+            RELEASE_ON_FAILURE_ANNOTATION.to_string(),
+            "true".to_string(),
+        );
     }
     let mut spec = replica_spec(&manager.spec, priority);
     spec.preemption_gates = if orchestrated {
@@ -94,7 +104,9 @@ pub fn copied_annotations(annotations: &BTreeMap<String, String>) -> BTreeMap<St
     annotations
         .iter()
         .filter(|(k, _)| {
-            !NOT_COPIED_ANNOTATIONS.contains(&k.as_str()) && k.as_str() != REDISPATCH_ANNOTATION
+            !NOT_COPIED_ANNOTATIONS.contains(&k.as_str())
+                && k.as_str() != REDISPATCH_ANNOTATION
+                && k.as_str() != RELEASE_ON_FAILURE_ANNOTATION
         })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
@@ -139,8 +151,36 @@ mod tests {
     }
 
     #[test]
+    fn release_on_failure_is_asked_for_only_when_the_manager_honours_it() {
+        let asked = |gating| {
+            build_replica(&manager(), None, "mk", gating)
+                .annotations()
+                .get(RELEASE_ON_FAILURE_ANNOTATION)
+                .cloned()
+        };
+        assert_eq!(
+            asked(ReplicaGating::GatedReleasing).as_deref(),
+            Some("true")
+        );
+        assert_eq!(asked(ReplicaGating::Gated), None);
+        assert_eq!(asked(ReplicaGating::Off), None);
+        // Never copied from a manager object that carries it.
+        let mut m = manager();
+        m.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(RELEASE_ON_FAILURE_ANNOTATION.into(), "true".into());
+        assert_eq!(
+            build_replica(&m, None, "mk", ReplicaGating::Gated)
+                .annotations()
+                .get(RELEASE_ON_FAILURE_ANNOTATION),
+            None
+        );
+    }
+
+    #[test]
     fn replica_carries_identity_labels_annotations_spec_and_only_our_gate() {
-        let replica = build_replica(&manager(), None, "mk", true);
+        let replica = build_replica(&manager(), None, "mk", ReplicaGating::Gated);
         assert_eq!(replica.name_any(), "job");
         assert_eq!(replica.namespace().as_deref(), Some("team"));
         assert_eq!(
@@ -171,19 +211,23 @@ mod tests {
     #[test]
     fn a_replica_carries_the_priority_resolved_on_the_manager_unless_the_object_has_one() {
         assert_eq!(
-            build_replica(&manager(), Some(100), "mk", true)
+            build_replica(&manager(), Some(100), "mk", ReplicaGating::Gated)
                 .spec
                 .priority,
             Some(100)
         );
         assert_eq!(
-            build_replica(&manager(), None, "mk", true).spec.priority,
+            build_replica(&manager(), None, "mk", ReplicaGating::Gated)
+                .spec
+                .priority,
             None
         );
         let mut own = manager();
         own.spec.priority = Some(7);
         assert_eq!(
-            build_replica(&own, Some(100), "mk", true).spec.priority,
+            build_replica(&own, Some(100), "mk", ReplicaGating::Gated)
+                .spec
+                .priority,
             Some(7)
         );
     }
@@ -191,7 +235,7 @@ mod tests {
     #[test]
     fn without_orchestration_there_is_no_gate() {
         assert!(
-            build_replica(&manager(), None, "mk", false)
+            build_replica(&manager(), None, "mk", ReplicaGating::Off)
                 .spec
                 .preemption_gates
                 .is_empty()

@@ -116,3 +116,39 @@ fn the_cost_says_how_soon_the_victims_stop_the_longest_grace_period_or_the_defau
         other => panic!("{other:?}"),
     }
 }
+
+fn room_expected(outcome: &Outcome) -> Option<i64> {
+    match outcome {
+        Outcome::Pending { room_expected, .. } => *room_expected,
+        other => panic!("expected pending, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_gated_workload_that_fits_once_stopping_work_is_gone_expects_room_within_its_grace() {
+    // 6 cpus: a workload evicted for preemptor X (20 s of grace) still holds 4 of them, a
+    // peer the other 2. X needs 2 of the 4: the gated workload of 2 cpus fits in the rest
+    // once the victim is gone — room without eviction, within 20 s.
+    let world = |gated: bool| {
+        let mut w = World::default();
+        let q = w.queue("cq", None, &[("default", 6)]);
+        let mut stopping = workload("ns/stopping", 1, 0, 4);
+        stopping.pod_sets[0].grace_seconds = Some(20);
+        w.admit(q, "default", stopping, 0);
+        w.admitted[0].0.evicting = true;
+        w.admit(q, "default", workload("ns/peer", 5, 0, 2), 0);
+        w.submit(q, workload("ns/x", 5, 1, 2));
+        w.pending[0].victims_in_flight = vec![super::world::key("ns/stopping")];
+        if gated {
+            w.submit_gated(q, workload("ns/p", 5, 2, 2));
+        } else {
+            w.submit(q, workload("ns/p", 5, 2, 2));
+        }
+        w
+    };
+    let d = world(true).run();
+    assert_eq!(room_expected(&decision(&d, "ns/p").outcome), Some(20));
+    // Without a Closed gate (a local workload, or the baton holder) nothing is reported.
+    let d = world(false).run();
+    assert_eq!(room_expected(&decision(&d, "ns/p").outcome), None);
+}

@@ -389,6 +389,7 @@ proptest! {
                 prop_assert_eq!(Some(cluster), open_of(&decide(&replicas, &order(), t(now), TIMEOUT)).map(str::to_string));
             }
             UngateDecision::Open { why, .. } => prop_assert!(false, "unexpected reason {:?}", why),
+            UngateDecision::AwaitRoom { .. } => prop_assert!(false, "no replica expects room"),
             UngateDecision::Collect { requeue_after, waiting } => {
                 // Only while the window is open, and never longer than it.
                 let end = window_end(&replicas).expect("a candidate");

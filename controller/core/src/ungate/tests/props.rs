@@ -43,7 +43,12 @@ fn any_replica() -> impl Strategy<Value = ReplicaView> {
         prop::option::weighted(
             0.7,
             (
-                prop_oneof![Just(reason::PREEMPTION_GATED), Just("Other"), Just("")],
+                prop_oneof![
+                    Just(reason::PREEMPTION_GATED),
+                    Just(reason::ROOM_EXPECTED),
+                    Just("Other"),
+                    Just("")
+                ],
                 any_time(),
             ),
         ),
@@ -129,6 +134,11 @@ proptest! {
                 prop_assert_eq!(requeue_after, timeout);
                 prop_assert!(replicas.iter().any(|r| r.cluster == cluster && is_candidate(r)));
                 prop_assert!(!replicas.iter().any(|r| r.admitted));
+            }
+            UngateDecision::AwaitRoom { requeue_after, waiting, .. } => {
+                prop_assert!(policy.prefers_admission_without_preemption());
+                prop_assert!(requeue_after <= timeout);
+                prop_assert!(waiting >= 1);
             }
             UngateDecision::Nothing => {}
         }

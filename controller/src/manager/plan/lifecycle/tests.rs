@@ -80,7 +80,12 @@ fn reserved(mut wl: Workload) -> Workload {
 }
 
 fn replica(created: i64) -> Workload {
-    let mut r = build_replica(&manager(), None, "multikueue", true);
+    let mut r = build_replica(
+        &manager(),
+        None,
+        "multikueue",
+        baton_core::ungate::ReplicaGating::Gated,
+    );
     r.metadata.creation_timestamp = Some(to_kube(t(created)));
     r
 }
@@ -498,7 +503,12 @@ fn a_lost_worker_keeps_its_workload_until_the_timeout() {
     );
     // When w2 comes back, its old replica is stale: deleted, never a winner. The one made
     // after the re-dispatch is kept, whatever the worker's clock says of its creation.
-    let mut after = build_replica(&wl, None, "multikueue", true);
+    let mut after = build_replica(
+        &wl,
+        None,
+        "multikueue",
+        baton_core::ungate::ReplicaGating::Gated,
+    );
     after.metadata.creation_timestamp = Some(to_kube(t(900)));
     let replicas = BTreeMap::from([
         ("w2".to_string(), admitted(replica(0), 20)),
@@ -909,7 +919,12 @@ fn plan_with_priority(
 #[test]
 fn replicas_in_sync_carry_the_priority_resolved_on_the_manager() {
     let wl = with_class(manager(), "high", PriorityClassGroup::Kueue);
-    let made = build_replica(&wl, Some(1000), "multikueue", true);
+    let made = build_replica(
+        &wl,
+        Some(1000),
+        "multikueue",
+        baton_core::ungate::ReplicaGating::Gated,
+    );
     assert_eq!(made.spec.priority, Some(1000));
     let replicas = BTreeMap::from([("w1".to_string(), made)]);
     let plan = plan_with_priority(&wl, &replicas, Some(1000));
@@ -928,11 +943,24 @@ fn a_priority_class_change_updates_live_replicas_in_place() {
     let replicas = BTreeMap::from([
         (
             "w1".to_string(),
-            admitted(build_replica(&before, Some(1000), "multikueue", true), 10),
+            admitted(
+                build_replica(
+                    &before,
+                    Some(1000),
+                    "multikueue",
+                    baton_core::ungate::ReplicaGating::Gated,
+                ),
+                10,
+            ),
         ),
         (
             "w2".to_string(),
-            build_replica(&before, Some(1000), "multikueue", true),
+            build_replica(
+                &before,
+                Some(1000),
+                "multikueue",
+                baton_core::ungate::ReplicaGating::Gated,
+            ),
         ),
     ]);
     let wl = with_status(
@@ -953,11 +981,21 @@ fn a_priority_class_change_updates_live_replicas_in_place() {
     let replicas = BTreeMap::from([
         (
             "w1".to_string(),
-            build_replica(&before, Some(1000), "multikueue", true),
+            build_replica(
+                &before,
+                Some(1000),
+                "multikueue",
+                baton_core::ungate::ReplicaGating::Gated,
+            ),
         ),
         (
             "w2".to_string(),
-            build_replica(&before, Some(1000), "multikueue", true),
+            build_replica(
+                &before,
+                Some(1000),
+                "multikueue",
+                baton_core::ungate::ReplicaGating::Gated,
+            ),
         ),
     ]);
     let plan = plan_with_priority(&after, &replicas, Some(10));
@@ -977,7 +1015,12 @@ fn a_change_to_or_from_a_pod_priority_class_replaces_the_replica() {
     let after = with_class(manager(), "low", PriorityClassGroup::Kueue);
     let replicas = BTreeMap::from([(
         "w1".to_string(),
-        build_replica(&before, Some(1000), "multikueue", true),
+        build_replica(
+            &before,
+            Some(1000),
+            "multikueue",
+            baton_core::ungate::ReplicaGating::Gated,
+        ),
     )]);
     let plan = plan_with_priority(&after, &replicas, Some(10));
     assert!(plan.update_priority.is_none());

@@ -60,11 +60,13 @@ pub struct CachedReplica {
     rare: Option<Arc<Rare>>,
 }
 
-/// The reason of a True blocked signal: Kueue's `PreemptionGated` by far the most often.
+/// The reason of a True blocked signal: Kueue's `PreemptionGated` by far the most often, or
+/// Baton's `RoomExpected`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum SignalReason {
     None,
     PreemptionGated,
+    RoomExpected,
     /// Another reason, kept in [`Rare::signal_reason`].
     Other,
 }
@@ -140,6 +142,7 @@ impl CachedReplica {
         let (signal, signal_reason) = match view.signal.as_ref().map(|s| s.reason.as_str()) {
             None => (SignalReason::None, None),
             Some(reason::PREEMPTION_GATED) => (SignalReason::PreemptionGated, None),
+            Some(reason::ROOM_EXPECTED) => (SignalReason::RoomExpected, None),
             Some(other) => (SignalReason::Other, Some(Box::from(other))),
         };
         let rare = Rare {
@@ -202,6 +205,7 @@ impl CachedReplica {
         let reason = match self.signal {
             SignalReason::None => return None,
             SignalReason::PreemptionGated => reason::PREEMPTION_GATED.to_string(),
+            SignalReason::RoomExpected => reason::ROOM_EXPECTED.to_string(),
             SignalReason::Other => self
                 .rare
                 .as_ref()

@@ -33,7 +33,7 @@ pub async fn run(ctx: &Context, wl: &Workload, clusters: &[String]) -> Outcome {
     let name = wl.name_any();
     let origin = ctx.config.origin.as_str();
     let priority = ctx.classes.priority_of(&wl.spec);
-    let replica = build_replica(wl, priority, origin, ctx.config.orchestrated_preemption);
+    let replica = build_replica(wl, priority, origin, ctx.config.replica_gating());
     let mut created: Vec<&str> = Vec::new();
     let mut outcome = Outcome::Done;
     let creations = clusters.iter().filter_map(|cluster| {

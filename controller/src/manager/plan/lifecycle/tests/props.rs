@@ -70,7 +70,16 @@ impl World {
             next.replicas.remove(&d.cluster);
         }
         for cluster in &plan.create {
-            let mut r = build_replica(&self.workload, None, "multikueue", self.config.orchestrated);
+            let mut r = build_replica(
+                &self.workload,
+                None,
+                "multikueue",
+                if self.config.orchestrated {
+                    baton_core::ungate::ReplicaGating::Gated
+                } else {
+                    baton_core::ungate::ReplicaGating::Off
+                },
+            );
             r.metadata.creation_timestamp = Some(to_kube(t(now)));
             next.replicas.insert(cluster.clone(), r);
         }

@@ -53,7 +53,7 @@ fn priority_sync(m: &Workload, r: &Workload) -> bool {
 #[test]
 fn sync_ignores_gates_and_a_worker_filled_priority() {
     let m = manager();
-    let mut replica = build_replica(&m, None, "mk", true);
+    let mut replica = build_replica(&m, None, "mk", baton_core::ungate::ReplicaGating::Gated);
     assert!(sync(&m, &replica) && priority_sync(&m, &replica));
     replica.spec.priority = Some(100);
     assert!(sync(&m, &replica) && priority_sync(&m, &replica));
@@ -61,7 +61,12 @@ fn sync_ignores_gates_and_a_worker_filled_priority() {
     assert!(!sync(&m, &replica));
     let mut with_priority = m.clone();
     with_priority.spec.priority = Some(5);
-    let mut replica = build_replica(&with_priority, None, "mk", true);
+    let mut replica = build_replica(
+        &with_priority,
+        None,
+        "mk",
+        baton_core::ungate::ReplicaGating::Gated,
+    );
     assert!(sync(&with_priority, &replica) && priority_sync(&with_priority, &replica));
     // Another value: in sync otherwise, its priority is not (it is updated in place).
     replica.spec.priority = Some(6);
@@ -85,7 +90,12 @@ fn class(group: PriorityClassGroup, name: &str) -> Option<PriorityClassRef> {
 #[test]
 fn a_resolved_priority_stands_in_only_where_the_spec_has_none() {
     let m = manager();
-    let carried = CachedReplica::compact(&build_replica(&m, Some(100), "mk", true));
+    let carried = CachedReplica::compact(&build_replica(
+        &m,
+        Some(100),
+        "mk",
+        baton_core::ungate::ReplicaGating::Gated,
+    ));
     let resolved = SpecDigest::of(&m.spec).with_resolved_priority(Some(100));
     assert!(priority_in_sync(&resolved, &carried));
     let other = SpecDigest::of(&m.spec).with_resolved_priority(Some(5));
@@ -101,7 +111,12 @@ fn a_class_change_is_updatable_in_place_only_between_workload_priority_classes()
     let updatable = |from: Option<PriorityClassRef>, to: Option<PriorityClassRef>| {
         let mut m = manager();
         m.spec.priority_class_ref = from;
-        let replica = CachedReplica::compact(&build_replica(&m, Some(1), "mk", true));
+        let replica = CachedReplica::compact(&build_replica(
+            &m,
+            Some(1),
+            "mk",
+            baton_core::ungate::ReplicaGating::Gated,
+        ));
         m.spec.priority_class_ref = to;
         m.spec.priority = Some(2);
         let expected = SpecDigest::of(&m.spec);
@@ -124,7 +139,12 @@ fn a_class_change_is_updatable_in_place_only_between_workload_priority_classes()
 #[test]
 fn a_finish_out_of_sync_is_recorded_and_never_mirrored() {
     let full = with_condition(
-        build_replica(&manager(), None, "mk", true),
+        build_replica(
+            &manager(),
+            None,
+            "mk",
+            baton_core::ungate::ReplicaGating::Gated,
+        ),
         condition::FINISHED,
         reason::OUT_OF_SYNC,
         10,
@@ -133,7 +153,12 @@ fn a_finish_out_of_sync_is_recorded_and_never_mirrored() {
     assert!(replica.finished_out_of_sync());
     assert!(replica.mirrored().is_empty());
     let done = with_condition(
-        build_replica(&manager(), None, "mk", true),
+        build_replica(
+            &manager(),
+            None,
+            "mk",
+            baton_core::ungate::ReplicaGating::Gated,
+        ),
         condition::FINISHED,
         "Succeeded",
         10,
@@ -147,7 +172,12 @@ fn a_finish_out_of_sync_is_recorded_and_never_mirrored() {
 #[test]
 fn a_pod_template_change_is_seen_though_the_record_keeps_no_template() {
     let mut m = manager();
-    let replica = CachedReplica::compact(&build_replica(&m, None, "mk", true));
+    let replica = CachedReplica::compact(&build_replica(
+        &m,
+        None,
+        "mk",
+        baton_core::ungate::ReplicaGating::Gated,
+    ));
     assert!(in_sync(&SpecDigest::of(&m.spec), &replica));
     m.spec.pod_sets[0].template = m.spec.pod_sets[0]
         .template
@@ -163,7 +193,12 @@ fn a_pod_template_change_is_seen_though_the_record_keeps_no_template() {
 
 #[test]
 fn a_pending_signalling_replica_is_read_as_the_ungating_rule_reads_it() {
-    let mut full = build_replica(&manager(), None, "mk", true);
+    let mut full = build_replica(
+        &manager(),
+        None,
+        "mk",
+        baton_core::ungate::ReplicaGating::Gated,
+    );
     full.metadata.uid = Some("u-1".into());
     full.metadata.resource_version = Some("7".into());
     full.metadata
@@ -198,7 +233,12 @@ fn a_pending_signalling_replica_is_read_as_the_ungating_rule_reads_it() {
 
 #[test]
 fn an_admitted_then_evicted_winner_keeps_times_reasons_and_mirrored_conditions() {
-    let full = build_replica(&manager(), None, "mk", true);
+    let full = build_replica(
+        &manager(),
+        None,
+        "mk",
+        baton_core::ungate::ReplicaGating::Gated,
+    );
     let full = with_condition(full, condition::QUOTA_RESERVED, "QuotaReserved", 20);
     let full = with_condition(full, condition::ADMITTED, "Admitted", 21);
     let full = with_condition(full, condition::POD_READY, "PodsReady", 22);
@@ -215,13 +255,23 @@ fn an_admitted_then_evicted_winner_keeps_times_reasons_and_mirrored_conditions()
 
 #[test]
 fn an_admission_or_an_open_gate_means_it_may_have_preempted() {
-    let mut full = build_replica(&manager(), None, "mk", true);
+    let mut full = build_replica(
+        &manager(),
+        None,
+        "mk",
+        baton_core::ungate::ReplicaGating::Gated,
+    );
     full.status = Some(WorkloadStatus {
         admission: Some(Admission::default()),
         ..Default::default()
     });
     assert!(CachedReplica::compact(&full).may_have_preempted());
-    let mut full = build_replica(&manager(), None, "mk", true);
+    let mut full = build_replica(
+        &manager(),
+        None,
+        "mk",
+        baton_core::ungate::ReplicaGating::Gated,
+    );
     set_gate_state(
         full.status.get_or_insert_with(Default::default),
         MULTIKUEUE_GATE,
@@ -238,7 +288,12 @@ fn an_admission_or_an_open_gate_means_it_may_have_preempted() {
             .and_then(|g| g.since),
         Some(at(50))
     );
-    let closed = CachedReplica::compact(&build_replica(&manager(), None, "mk", true));
+    let closed = CachedReplica::compact(&build_replica(
+        &manager(),
+        None,
+        "mk",
+        baton_core::ungate::ReplicaGating::Gated,
+    ));
     assert_eq!(
         closed.clone().with_open_time(at(50)),
         closed,
@@ -248,7 +303,12 @@ fn an_admission_or_an_open_gate_means_it_may_have_preempted() {
 
 #[test]
 fn a_pending_replica_is_a_record_without_rare_parts() {
-    let mut full = build_replica(&manager(), None, "mk", true);
+    let mut full = build_replica(
+        &manager(),
+        None,
+        "mk",
+        baton_core::ungate::ReplicaGating::Gated,
+    );
     full.metadata.uid = Some("348f8e46-0c5c-4b77-8aff-aeab87be8b60".into());
     full.metadata.resource_version = Some("6138".into());
     let cached = CachedReplica::compact(&full);
@@ -264,7 +324,12 @@ fn a_pending_replica_is_a_record_without_rare_parts() {
 
 #[test]
 fn a_version_in_an_unusual_form_is_kept_but_moves_nothing_a_reader_sees() {
-    let mut full = build_replica(&manager(), None, "mk", true);
+    let mut full = build_replica(
+        &manager(),
+        None,
+        "mk",
+        baton_core::ungate::ReplicaGating::Gated,
+    );
     full.metadata.uid = Some("u-1".into());
     full.metadata.resource_version = Some("v1".into());
     let first = CachedReplica::compact(&full);
@@ -283,4 +348,25 @@ fn a_version_in_an_unusual_form_is_kept_but_moves_nothing_a_reader_sees() {
         "from text to a number is a version move too"
     );
     assert!(plain_version.differs_beyond_version(&first));
+}
+
+#[test]
+fn every_signal_reason_is_read_back_as_the_ungating_rule_reads_it() {
+    for reason in ["PreemptionGated", "RoomExpected", "SomethingElse", ""] {
+        let full = with_condition(
+            build_replica(
+                &manager(),
+                None,
+                "mk",
+                baton_core::ungate::ReplicaGating::Gated,
+            ),
+            condition::QUOTA_RESERVATION_BLOCKED,
+            reason,
+            10,
+        );
+        let cached = CachedReplica::compact(&full);
+        assert_eq!(cached.view("w1"), ungate::view_of("w1", &full), "{reason}");
+        let usual = matches!(reason, "PreemptionGated" | "RoomExpected");
+        assert_eq!(cached.rare.is_none(), usual, "{reason}: kept as a tag");
+    }
 }

@@ -102,7 +102,12 @@ fn replica_in_any_state() -> impl Strategy<Value = Workload> {
                 (evicted, finished, at),
                 cost,
             )| {
-                let mut r = build_replica(&manager(), None, "multikueue", true);
+                let mut r = build_replica(
+                    &manager(),
+                    None,
+                    "multikueue",
+                    baton_core::ungate::ReplicaGating::Gated,
+                );
                 r.metadata.creation_timestamp = created.map(|c| to_kube(t(c)));
                 if gateless {
                     r.spec.preemption_gates.clear();
