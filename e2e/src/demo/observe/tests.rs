@@ -105,12 +105,16 @@ fn a_replica_life_becomes_dispatch_gate_open_admit_remove() {
         }]
     );
     let gated = with(replica, |s| {
-        cond(
-            s,
-            condition::QUOTA_RESERVATION_BLOCKED,
-            ConditionStatus::True,
-            "The workload needs to preempt 2 workloads to reserve quota",
-        )
+        set_condition(
+            &mut s.conditions,
+            NewCondition::new(
+                condition::QUOTA_RESERVATION_BLOCKED,
+                ConditionStatus::True,
+                baton_crds::constants::reason::PREEMPTION_GATED,
+                "The workload needs to preempt 2 workloads to reserve quota",
+            ),
+            Utc::now(),
+        );
     });
     assert_eq!(
         o.workload("worker-1", &gated),
