@@ -197,6 +197,7 @@ CONFIG_FIELDS = {
     "apiVersion", "kind", "orchestratedPreemption", "singleClusterPreemptionTimeout",
     "workerLostTimeout", "gcInterval", "origin", "dispatcher", "workerClient",
     "allowInsecureKubeconfigs", "leaderElection", "metricsBindAddress", "healthProbeBindAddress",
+    "ungatingPolicy", "releaseOnFailure", "leastDisruptionWindow", "integrations", "multiKueue",
 }
 GO_DURATION = re.compile(r"^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$")
 DURATION_FIELDS = ["singleClusterPreemptionTimeout", "workerLostTimeout", "gcInterval"]
