@@ -12,7 +12,9 @@
 //! - deleting the manager JobSet cleans every worker;
 //! - on a worker, preemption suspends the victim JobSet and its quota is freed only once its
 //!   Jobs are no longer active;
-//! - the chart's admission policy suspends a queued JobSet created unsuspended.
+//!
+//! The chart's admission policy for JobSets is checked with the other kinds' in
+//! `integrations_policies.rs`.
 
 use std::time::Duration;
 
@@ -21,14 +23,12 @@ use baton_crds::constants::condition;
 use baton_crds::workload::Workload;
 use baton_e2e::harness::eventually;
 use baton_e2e::harness::process::BatonProcess;
-use baton_e2e::integrations::{
-    Timing, install_crd, is_suspended, queued_jobset, shipped_crd, timed_jobset,
-};
+use baton_e2e::integrations::{Timing, is_suspended, queued_jobset, shipped_crd, timed_jobset};
 use baton_e2e::multikueue::Env;
 use baton_e2e::workers::is_admitted;
 use kube::ResourceExt;
 use kube::api::{ApiResource, DeleteParams, ListParams, PropagationPolicy};
-use serde_json::{Value, json};
+use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(40);
 const WORKERS: usize = 3;
@@ -346,80 +346,4 @@ async fn preemption_suspends_a_jobset_and_frees_its_quota_only_once_its_pods_are
         .await
         .expect("workload");
     assert!(!holds_quota(&released));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_charts_policy_suspends_a_queued_jobset_created_unsuspended() {
-    use baton_testbed::server::TestCluster;
-    let Some(helm) = baton_e2e::chart::helm().expect("HELM") else {
-        eprintln!("skipped: no helm");
-        return;
-    };
-    let docs = baton_e2e::chart::render(
-        &helm,
-        "baton",
-        "baton-system",
-        &[
-            "--set",
-            "mode=worker",
-            "--api-versions",
-            "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy",
-            "--api-versions",
-            "jobset.x-k8s.io/v1alpha2/JobSet",
-        ],
-    )
-    .expect("render");
-    let policies: Vec<Value> = docs
-        .into_iter()
-        .filter(|d| baton_e2e::chart::component(d) == "job-admission")
-        .collect();
-    let cluster = TestCluster::start_named("jobset-policy")
-        .await
-        .expect("start");
-    let ns = "team-a";
-    cluster
-        .apply_object(
-            "",
-            "v1",
-            "namespaces",
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-        )
-        .expect("namespace");
-    let client = cluster.client().expect("client");
-    let jobsets = install_crd(&client, &shipped_crd(CRD).expect("CRD"))
-        .await
-        .expect("CRD");
-    baton_e2e::chart::install(&client, &policies)
-        .await
-        .expect("policies");
-    let api = kube::Api::<kube::api::DynamicObject>::namespaced_with(client.clone(), ns, &jobsets);
-    let attempts = std::sync::atomic::AtomicUsize::new(0);
-    // Policies take effect once loaded: probe until one comes back suspended.
-    eventually(
-        WAIT,
-        "a queued JobSet created unsuspended comes back suspended",
-        || async {
-            let n = attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let mut doc = queued_jobset(&format!("probe-{n}"), 1, 1, 1, false);
-            doc["spec"]["suspend"] = json!(false);
-            doc["metadata"]["namespace"] = json!(ns);
-            let obj: kube::api::DynamicObject = serde_json::from_value(doc).expect("doc");
-            match api.create(&Default::default(), &obj).await {
-                Ok(created) => is_suspended(&created),
-                Err(e) => panic!("creating a probe JobSet: {e}"),
-            }
-        },
-    )
-    .await;
-    // Unqueued JobSets are left alone.
-    let mut doc = queued_jobset("free", 1, 1, 1, false);
-    doc["spec"]["suspend"] = json!(false);
-    doc["metadata"]["namespace"] = json!(ns);
-    doc["metadata"]["labels"] = json!({"app": "free"});
-    let obj: kube::api::DynamicObject = serde_json::from_value(doc).expect("doc");
-    let created = api
-        .create(&Default::default(), &obj)
-        .await
-        .expect("unqueued");
-    assert!(!is_suspended(&created), "an unqueued JobSet is not Baton's");
 }

@@ -1,12 +1,13 @@
 //! The chart's admission policy for every built-in integration (issue 27): installed on a
 //! testbed cluster that serves the kind (its CRD as its project ships it), a queued object
-//! created unsuspended comes back suspended, and an unqueued one is left alone. (JobSet's
-//! case is in `integrations_jobset.rs`.)
+//! created unsuspended comes back suspended, and an unqueued one is left alone.
 
 use std::time::Duration;
 
 use baton_e2e::harness::eventually;
-use baton_e2e::integrations::{LONG, install_crd, is_suspended, queued_rayjob, shipped_crd};
+use baton_e2e::integrations::{
+    LONG, install_crd, is_suspended, queued_jobset, queued_rayjob, shipped_crd,
+};
 use baton_testbed::server::TestCluster;
 use kube::api::{Api, DynamicObject};
 use serde_json::{Value, json};
@@ -91,6 +92,17 @@ async fn policy_suspends(cluster_name: &str, crd_file: &str, api: &str, doc: Val
         .await
         .expect("unqueued");
     assert!(!is_suspended(&free), "an unqueued object is not Baton's");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_charts_policy_suspends_a_queued_jobset_created_unsuspended() {
+    policy_suspends(
+        "jobset-policy",
+        "jobset.x-k8s.io_jobsets.yaml",
+        "jobset.x-k8s.io/v1alpha2/JobSet",
+        queued_jobset("x", 1, 1, 1, false),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -47,6 +47,14 @@ fn signalling(cluster: &str, since: i64) -> ReplicaView {
     }
 }
 
+/// A signalling replica whose worker reports `c` as its preemption's cost.
+fn costing(cluster: &str, since: i64, c: PreemptionCost) -> ReplicaView {
+    ReplicaView {
+        cost: Some(c),
+        ..signalling(cluster, since)
+    }
+}
+
 fn opened(mut r: ReplicaView, at: i64) -> ReplicaView {
     r.gate = Some(GateObservation {
         state: GateState::Open,

@@ -15,13 +15,6 @@ fn cost(victims: i32, stop: Option<i64>) -> PreemptionCost {
     }
 }
 
-fn costing(cluster: &str, since: i64, c: PreemptionCost) -> ReplicaView {
-    ReplicaView {
-        cost: Some(c),
-        ..signalling(cluster, since)
-    }
-}
-
 fn sr(replicas: &[ReplicaView], now: i64) -> UngateDecision {
     decide_with_policy(replicas, &order(), t(now), TIMEOUT, SR)
 }
