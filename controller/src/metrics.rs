@@ -139,6 +139,10 @@ pub struct Metrics {
     pub gates_open: SetGauge<baton_crds::WorkloadKey>,
     /// Writes of the MultiKueueCluster room summary (`status.baton`).
     pub room_writes: Family<ClusterLabel, Counter>,
+    /// Manager Workload status writes that changed `status.baton`.
+    pub view_writes: Counter,
+    /// 1 once a status write showed that the Workload CRD prunes `status.baton`.
+    pub view_pruned: Gauge,
     pub workloads_dispatched: Counter,
     pub workloads_admitted: Family<ClusterLabel, Counter>,
     pub replicas_created: Family<ClusterLabel, Counter>,
@@ -251,6 +255,8 @@ impl Metrics {
             }),
             gates_open: SetGauge::new(Gauge::default()),
             room_writes: Family::default(),
+            view_writes: Counter::default(),
+            view_pruned: Gauge::default(),
         };
         register(
             registry,
@@ -459,6 +465,22 @@ impl Metrics {
             "worker_room_writes",
             "Writes of a MultiKueueCluster's room summary (status.baton), by worker cluster",
             m.room_writes.clone(),
+        );
+        register(
+            registry,
+            "baton",
+            &mut names,
+            "workload_view_writes",
+            "Manager Workload status writes that changed the replica view (status.baton)",
+            m.view_writes.clone(),
+        );
+        register(
+            registry,
+            "baton",
+            &mut names,
+            "workload_view_pruned",
+            "1 when the manager's Workload CRD prunes status.baton (upstream Kueue's CRD): the replica view is then no longer sent",
+            m.view_pruned.clone(),
         );
         Self {
             registry: root,

@@ -229,3 +229,72 @@ async fn the_manager_workload_tells_the_whole_story() {
     );
     println!("{story}");
 }
+
+/// Where the manager's Workload CRD is upstream Kueue's, `status.baton` is pruned: the
+/// manager learns it from the answer to the first write that carried a view (its gauge says
+/// so), sends no view again, and the workload is gated and admitted as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn where_upstreams_crd_prunes_the_view_it_is_not_sent_again() {
+    let mut env = Env::start(2).await.expect("env");
+    if !env.is_testbed() {
+        // Replacing a real cluster's Workload CRD is not a test's to do.
+        eprintln!("skipped: testbed only");
+        return;
+    }
+    let upstream = baton_e2e::harness::integrations::shared_dir()
+        .join("kueue-crds")
+        .join("kueue.x-k8s.io_workloads.yaml");
+    let path = upstream.display().to_string();
+    env.kubectl("manager", &["replace", "-f", &path]);
+    let manager = env.start_manager(&config()).expect("manager");
+    env.submit("job", 1).await.expect("submit");
+    for i in 1..=2 {
+        eventually(WAIT, &format!("replica on worker-{i}"), || async {
+            env.replica(i, "job").await
+        })
+        .await;
+    }
+    let t0 = Utc::now();
+    env.signal_gated(1, "job", t0)
+        .await
+        .expect("worker-1 signals");
+    env.signal_gated(2, "job", t0 + chrono::Duration::seconds(1))
+        .await
+        .expect("worker-2 signals");
+    // The view falls due once worker-1's opening is quiet; its write comes back pruned.
+    eventually(WAIT, "the manager learns that the CRD prunes the view", || async {
+        (manager.metric("baton_workload_view_pruned") == Some(1.0)).then_some(())
+    })
+    .await;
+    let sent = manager
+        .metric("baton_workload_view_writes_total")
+        .expect("view writes exported");
+    assert_eq!(view(&env, "job").await, None);
+
+    // Gating goes on: worker-1 holds the gate and admits; the win carries no view.
+    eventually(WAIT, "worker-1's gate open", || async {
+        env.replica(1, "job").await.filter(|r| {
+            baton_crds::gates::gate_state(r, baton_crds::constants::MULTIKUEUE_GATE)
+                == Some(GateState::Open)
+        })
+    })
+    .await;
+    env.admit(1, "job", Utc::now()).await.expect("admit");
+    let w1 = env.cluster(1);
+    eventually(WAIT, "the winner recorded on the manager", || async {
+        env.manager_workloads()
+            .get_opt("job")
+            .await
+            .ok()
+            .flatten()
+            .and_then(|w: Workload| w.status)
+            .filter(|s| s.cluster_name.as_deref() == Some(w1.as_str()))
+    })
+    .await;
+    assert_eq!(
+        manager.metric("baton_workload_view_writes_total"),
+        Some(sent),
+        "no view sent after the answer showed it pruned"
+    );
+    assert_eq!(view(&env, "job").await, None);
+}

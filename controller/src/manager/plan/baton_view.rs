@@ -11,12 +11,18 @@
 //! - the order is the ungating rule's own ([`ungate::decide_with_policy`], asked again and
 //!   again with the chosen replica taken out, as if every wait were over): FCFS or the
 //!   configured policy;
-//! - a change that leaves the holder as it is (another replica signals) waits until the
-//!   holder's gate is [`QUIET_AFTER_OPENING`] old: most holders admit within seconds, and the
-//!   win's write then carries it (as the dispatch note waits, `lifecycle::DISPATCH_NOTE_DELAY`);
+//! - a view whose holder's gate opened less than [`QUIET_AFTER_OPENING`] ago waits until
+//!   it is that old, unless it replaces a view naming another holder (a pass) or the same
+//!   holder's earlier opening: most holders admit within seconds, and the win's write then
+//!   carries it (as the dispatch note waits, `lifecycle::DISPATCH_NOTE_DELAY`), so a
+//!   workload gated and admitted at once costs no write for its view. Meanwhile the view
+//!   written last stays (none, one with nobody holding, or the same holder's);
+//! - where the manager's Workload CRD prunes `status.baton` (upstream Kueue's), the first
+//!   write that carried a view shows it ([`Storage::Pruned`]) and no view is sent again;
 //! - once a replica wins, the view (holder and replicas as last seen) marks the winner
-//!   admitted and the others removed, in the winner's status write; after that it is left
-//!   alone. A workload nobody gated gets no view, not even then.
+//!   admitted and the others removed, in the winner's status write (also when the win came
+//!   before a view was due); after that it is left alone. A workload nobody gated gets no
+//!   view, not even then.
 
 use std::time::Duration;
 
@@ -91,21 +97,39 @@ pub fn dispatched(
 /// How long after the holder's gate opened a change that keeps the holder waits.
 pub const QUIET_AFTER_OPENING: Duration = Duration::from_secs(5);
 
-/// When `next` keeps `last`'s holder and that gate opened less than [`QUIET_AFTER_OPENING`]
-/// ago: how long until `next` is due (meanwhile `last` stays written).
+/// Whether the manager's Workload CRD keeps `status.baton` (Baton's) or prunes it
+/// (upstream Kueue's), as the status writes have shown so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Storage {
+    #[default]
+    Kept,
+    Pruned,
+}
+
+/// Whether the answer to a status write that sent `sent` shows the view pruned.
+pub fn pruned(sent: Option<&BatonStatus>, answered: Option<&BatonStatus>) -> bool {
+    sent.is_some() && answered.is_none()
+}
+
+/// How long until `next` is due, when its holder's gate opened less than
+/// [`QUIET_AFTER_OPENING`] ago and `last` names no holder or the same holder since the same
+/// time (meanwhile `last` stays written); `None`: write `next` now.
 pub fn defer(
     last: Option<&BatonStatus>,
     next: Option<&BatonStatus>,
     now: DateTime<Utc>,
 ) -> Option<Duration> {
-    let (last, next) = (last?, next?);
-    if last == next || last.holder.is_none() || last.holder != next.holder {
+    let next = next?;
+    if last == Some(next) {
         return None;
     }
-    if last.holder_since != next.holder_since {
-        return None;
+    next.holder.as_ref()?;
+    if let Some(last) = last.filter(|l| l.holder.is_some()) {
+        if last.holder != next.holder || last.holder_since != next.holder_since {
+            return None;
+        }
     }
-    let since = last
+    let since = next
         .holder_since
         .as_ref()
         .map(baton_crds::time::to_chrono)?;
@@ -120,17 +144,16 @@ pub fn defer(
 
 /// The view once `winner` was admitted: the replicas and the holder as now seen (a signal
 /// that ended with the admission kept from `last`), with the winner admitted and the others
-/// removed, nobody waiting and no pass time. No view
-/// before (nobody was gated): none now.
+/// removed, nobody waiting and no pass time. Written even when no view was yet (a holder that
+/// admitted within [`QUIET_AFTER_OPENING`]); nobody gated, no view was and none is: no view.
 pub fn won(
     last: Option<&BatonStatus>,
     replicas: &[ReplicaView],
     winner: &str,
     rules: &Rules<'_>,
 ) -> Option<BatonStatus> {
-    let last = last?;
-    let mut view =
-        dispatched(replicas, None, DateTime::<Utc>::MIN_UTC, rules).unwrap_or_else(|| last.clone());
+    let mut view = dispatched(replicas, None, DateTime::<Utc>::MIN_UTC, rules)
+        .or_else(|| last.cloned())?;
     view.passes_after = None;
     view.waiting = 0;
     for replica in &mut view.replicas {
@@ -138,8 +161,8 @@ pub fn won(
         if replica.signalling_since.is_none() {
             // A signal that admission ended stays in the record.
             replica.signalling_since = last
-                .replicas
-                .iter()
+                .into_iter()
+                .flat_map(|l| &l.replicas)
                 .find(|r| r.cluster == replica.cluster)
                 .and_then(|r| r.signalling_since.clone());
         }

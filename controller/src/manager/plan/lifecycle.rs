@@ -48,6 +48,8 @@ pub struct Observation<'a> {
     /// need no copy of the manager's priority classes (as upstream, whose replicas carry
     /// `spec.priority`).
     pub priority: Option<i32>,
+    /// Whether the Workload CRD keeps the replica view (`status.baton`).
+    pub view: baton_view::Storage,
     pub now: DateTime<Utc>,
 }
 
@@ -246,12 +248,15 @@ fn record(
         Progress::None | Progress::WinnerUnreachable { .. } => {}
         Progress::Won { cluster } => {
             declare_winner(obs, route, cluster, &mut status, plan);
-            status.baton = baton_view::won(
-                old_status.baton.as_ref(),
-                &replica_views(obs),
-                cluster,
-                &view_rules(route, config),
-            );
+            status.baton = match obs.view {
+                baton_view::Storage::Kept => baton_view::won(
+                    old_status.baton.as_ref(),
+                    &replica_views(obs),
+                    cluster,
+                    &view_rules(route, config),
+                ),
+                baton_view::Storage::Pruned => None,
+            };
         }
         Progress::Running { cluster } => {
             if let Some(replica) = obs.replicas.get(cluster) {
@@ -267,7 +272,7 @@ fn record(
             connected,
         } => {
             note_dispatch(obs.now, route, clusters, *connected, &mut status, plan);
-            if config.orchestrated {
+            if config.orchestrated && obs.view == baton_view::Storage::Kept {
                 let view = baton_view::dispatched(
                     &replica_views(obs),
                     plan.open_gate.as_ref(),

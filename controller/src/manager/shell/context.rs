@@ -16,7 +16,7 @@ use kube::runtime::reflector::ObjectRef;
 
 use crate::config::Configuration;
 use crate::events::Events;
-use crate::manager::plan::gate_clock;
+use crate::manager::plan::{baton_view, gate_clock};
 use crate::manager::plan::lifecycle::{ClusterState, ClusterView, LastKnown, LifecycleConfig};
 use crate::manager::plan::replica::CachedReplica;
 use crate::manager::plan::routing::Route;
@@ -200,6 +200,29 @@ pub struct Context {
         tokio::sync::mpsc::UnboundedSender<ObjectRef<k8s_openapi::api::batch::v1::Job>>,
     /// The same for the objects of every other dispatched kind, by kind.
     pub kind_wakeups: crate::manager::shell::kinds::KindWakeups,
+    /// Whether the Workload CRD keeps the replica view, as the status writes have shown.
+    pub view: ViewSupport,
+}
+
+/// Whether the manager's Workload CRD keeps `status.baton`: kept until a status write's
+/// answer shows it pruned (upstream Kueue's CRD), then pruned for the process's life (a CRD
+/// upgraded to Baton's is seen after a restart).
+#[derive(Debug, Default)]
+pub struct ViewSupport(std::sync::atomic::AtomicBool);
+
+impl ViewSupport {
+    pub fn storage(&self) -> baton_view::Storage {
+        if self.0.load(std::sync::atomic::Ordering::Relaxed) {
+            baton_view::Storage::Pruned
+        } else {
+            baton_view::Storage::Kept
+        }
+    }
+
+    /// Records that the CRD prunes the view; `true` the first time.
+    pub fn learn_pruned(&self) -> bool {
+        !self.0.swap(true, std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 impl Context {

@@ -92,6 +92,7 @@ async fn reconcile_inner(wl: &Workload, ctx: &Context) -> Result<Action, Reconci
             clusters: &clusters,
             replicas: &replicas,
             priority: ctx.classes.priority_of(&wl.spec),
+            view: ctx.view.storage(),
             now,
         },
         &ctx.lifecycle_config(),

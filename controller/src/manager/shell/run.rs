@@ -338,6 +338,7 @@ fn new_context(
         memories,
         queues_changed: wake.queues_changed.clone(),
         job_wakeups: wake.jobs.clone(),
+        view: Default::default(),
         kind_wakeups: wake.kinds.clone(),
     })
 }

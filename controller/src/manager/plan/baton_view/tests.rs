@@ -320,7 +320,41 @@ fn a_change_that_keeps_the_holder_waits_until_the_opening_is_quiet() {
 }
 
 #[test]
-fn a_new_holder_a_first_view_or_no_view_is_never_deferred() {
+fn a_first_holder_waits_until_the_opening_is_quiet() {
+    let o = order();
+    let held = dispatched(
+        &[open("w1", 10), signalling("w2", 11)],
+        None,
+        t(12),
+        &rules(&o),
+    );
+    let waiting = dispatched(&[signalling("w2", 11)], None, t(11), &rules(&o));
+    assert_eq!(
+        defer(None, held.as_ref(), t(12)),
+        Some(Duration::from_secs(3)),
+        "no view yet"
+    );
+    assert_eq!(
+        defer(waiting.as_ref(), held.as_ref(), t(12)),
+        Some(Duration::from_secs(3)),
+        "a view with nobody holding"
+    );
+    assert_eq!(defer(None, held.as_ref(), t(15)), None, "quiet: write");
+    let opened_now = dispatched(
+        &[signalling("w1", 12)],
+        Some(&opening("w1")),
+        t(12),
+        &rules(&o),
+    );
+    assert_eq!(
+        defer(None, opened_now.as_ref(), t(12)),
+        Some(QUIET_AFTER_OPENING),
+        "the gate this plan opens"
+    );
+}
+
+#[test]
+fn a_pass_a_reopening_a_view_without_holder_or_no_view_is_never_deferred() {
     let o = order();
     let w1 = dispatched(
         &[open("w1", 10), signalling("w2", 11)],
@@ -330,9 +364,9 @@ fn a_new_holder_a_first_view_or_no_view_is_never_deferred() {
     );
     let w2 = dispatched(&[open("w1", 10), open("w2", 12)], None, t(12), &rules(&o));
     let waiting = dispatched(&[signalling("w2", 11)], None, t(12), &rules(&o));
-    assert_eq!(defer(w1.as_ref(), w2.as_ref(), t(12)), None);
-    assert_eq!(defer(None, w1.as_ref(), t(12)), None);
-    assert_eq!(defer(w1.as_ref(), None, t(12)), None);
+    assert_eq!(defer(w1.as_ref(), w2.as_ref(), t(12)), None, "a pass");
+    assert_eq!(defer(w1.as_ref(), None, t(12)), None, "the view goes");
+    assert_eq!(defer(None, waiting.as_ref(), t(12)), None, "nobody holds");
     assert_eq!(defer(waiting.as_ref(), waiting.as_ref(), t(12)), None);
     let reopened = dispatched(
         &[open("w1", 11), signalling("w2", 11)],
@@ -345,6 +379,15 @@ fn a_new_holder_a_first_view_or_no_view_is_never_deferred() {
         None,
         "holder since moved"
     );
+}
+
+#[test]
+fn a_view_sent_and_not_answered_was_pruned() {
+    let o = order();
+    let view = dispatched(&[signalling("w2", 11)], None, t(12), &rules(&o));
+    assert!(pruned(view.as_ref(), None));
+    assert!(!pruned(view.as_ref(), view.as_ref()));
+    assert!(!pruned(None, None), "nothing sent");
 }
 
 #[test]

@@ -158,6 +158,7 @@ fn run_with(
             clusters,
             replicas: &cached(replicas),
             priority: wl.spec.priority,
+            view: Default::default(),
             now: t(now),
         },
         config,
@@ -260,7 +261,8 @@ fn the_first_signalling_replica_gets_the_gate_opened() {
             why: baton_core::ungate::OpenReason::FirstSignaller { signalling: 2 },
         })
     );
-    assert_eq!(plan.requeue_after, Some(Duration::from_secs(300)));
+    // Back when the holder's view is due (the timeout's look comes later).
+    assert_eq!(plan.requeue_after, Some(baton_view::QUIET_AFTER_OPENING));
 }
 
 #[test]
@@ -573,6 +575,7 @@ fn a_workload_that_leaves_multikueue_is_cleaned_up() {
             clusters: &clusters,
             replicas: &cached(&replicas),
             priority: None,
+            view: Default::default(),
             now: t(1),
         },
         &config(),
@@ -910,6 +913,7 @@ fn plan_with_priority(
             clusters: &clusters,
             replicas: &cached(replicas),
             priority,
+            view: Default::default(),
             now: t(30),
         },
         &config(),
@@ -1033,9 +1037,63 @@ fn a_change_to_or_from_a_pod_priority_class_replaces_the_replica() {
     );
 }
 
-/// `status.baton` through a workload's story: written with the first opening (one write for
-/// the signal and the opening), not again while nothing changes, again on a new signal, on
-/// the pass and on the win; never for a workload nobody gated.
+/// `status.baton` through a workload's story: written once the first opening is quiet, not
+/// again while nothing changes, again on a new signal, on the pass and on the win; never for
+/// a workload nobody gated.
+/// A holder that admits before its opening is quiet: the win's write is the view's first.
+#[test]
+fn a_quick_win_carries_the_first_view() {
+    let clusters = active(&["w1", "w2"]);
+    let wl = manager();
+    let mut replicas = BTreeMap::from([
+        ("w1".to_string(), signalling(replica(0), 11)),
+        ("w2".to_string(), signalling(replica(0), 12)),
+    ]);
+    let opening = run(&wl, &clusters, &replicas, 12);
+    assert!(opening.status.as_ref().is_none_or(|s| s.baton.is_none()));
+    let wl = with_status(wl, &opening);
+    let mut won = admitted(replica(0), 13);
+    set_gate_state(
+        won.status.get_or_insert_with(Default::default),
+        MULTIKUEUE_GATE,
+        GateState::Open,
+        t(12),
+    );
+    replicas.insert("w1".into(), won);
+    let plan = run(&wl, &clusters, &replicas, 14);
+    let view = plan
+        .status
+        .as_ref()
+        .and_then(|s| s.baton.clone())
+        .expect("the win's view");
+    assert_eq!(view.holder.as_deref(), Some("w1"));
+    assert!(view.replicas[0].admitted && view.replicas[1].removed);
+    assert!(view.replicas[1].signalling_since.is_some(), "{view:?}");
+}
+
+#[test]
+fn where_the_crd_prunes_the_view_none_is_sent() {
+    let clusters = active(&["w1", "w2"]);
+    let wl = manager();
+    let replicas = BTreeMap::from([("w2".to_string(), signalling(replica(0), 11))]);
+    let route = route();
+    let plan = plan(
+        &Observation {
+            workload: &wl,
+            route: Some(&route),
+            clusters: &clusters,
+            replicas: &cached(&replicas),
+            priority: None,
+            view: baton_view::Storage::Pruned,
+            now: t(60),
+        },
+        &config(),
+    );
+    assert!(plan.open_gate.is_some());
+    assert!(plan.status.as_ref().is_none_or(|s| s.baton.is_none()));
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(300)));
+}
+
 #[test]
 fn the_baton_view_is_written_on_change_only() {
     let clusters = active(&["w1", "w2"]);
@@ -1054,7 +1112,8 @@ fn the_baton_view_is_written_on_change_only() {
     let plan = run(&wl, &clusters, &won, 12);
     assert!(plan.status.as_ref().is_some_and(|s| s.baton.is_none()));
 
-    // w2 signals: its gate is opened, and the view says so in the same plan.
+    // w2 signals: its gate is opened; the view waits until the opening is quiet (a quick
+    // win would carry it).
     let wl = manager();
     let mut replicas = BTreeMap::from([
         ("w1".to_string(), replica(0)),
@@ -1066,15 +1125,13 @@ fn the_baton_view_is_written_on_change_only() {
         Some("w2")
     );
     assert_eq!(plan.opened_at, Some(t(15)));
-    let view = plan
-        .status
-        .as_ref()
-        .and_then(|s| s.baton.clone())
-        .expect("a view");
-    assert_eq!(view.holder.as_deref(), Some("w2"));
-    assert_eq!(view.passes_after.as_ref().map(to_chrono), Some(t(316)));
+    assert!(
+        plan.status.as_ref().is_none_or(|s| s.baton.is_none()),
+        "no view yet"
+    );
+    assert_eq!(plan.requeue_after, Some(baton_view::QUIET_AFTER_OPENING));
     let wl = with_status(wl, &plan);
-    // The opening comes back from the worker, stamped with the plan's time: no write.
+    // The opening comes back from the worker, stamped with the plan's time.
     if let Some(r) = replicas.get_mut("w2") {
         set_gate_state(
             r.status.get_or_insert_with(Default::default),
@@ -1083,6 +1140,18 @@ fn the_baton_view_is_written_on_change_only() {
             t(15),
         );
     }
+    let early = run(&wl, &clusters, &replicas, 17);
+    assert_eq!(early.status, None, "not quiet yet: no write");
+    assert_eq!(early.requeue_after, Some(Duration::from_secs(3)));
+    let plan = run(&wl, &clusters, &replicas, 20);
+    let view = plan
+        .status
+        .as_ref()
+        .and_then(|s| s.baton.clone())
+        .expect("a view");
+    assert_eq!(view.holder.as_deref(), Some("w2"));
+    assert_eq!(view.passes_after.as_ref().map(to_chrono), Some(t(316)));
+    let wl = with_status(wl, &plan);
     let again = run(&wl, &clusters, &replicas, 40);
     assert_eq!(again.status, None, "nothing changed: no write");
     // w1 signals: one write, w1 first in line.

@@ -1,10 +1,12 @@
 //! Writing the manager Workload's status, then counting and reporting what the plan did.
 
-use baton_crds::workload::Workload;
+use baton_crds::workload::{Workload, WorkloadStatus};
+
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 
 use super::{Outcome, conflict_or};
+use crate::manager::plan::baton_view;
 use crate::manager::plan::lifecycle::Plan;
 use crate::manager::shell::context::{Context, ReconcileError};
 use crate::manager::shell::events::publish_action;
@@ -20,7 +22,10 @@ pub async fn write(ctx: &Context, wl: &Workload, plan: &Plan) -> Result<Outcome,
             .replace_status(&wl.name_any(), &PostParams::default(), &updated)
             .await
         {
-            Ok(written) => ctx.remember_written(wl, written),
+            Ok(written) => {
+                note_view(ctx, wl, status, &written);
+                ctx.remember_written(wl, written);
+            }
             Err(e) => return conflict_or(e, "write status", "manager"),
         }
     }
@@ -43,6 +48,24 @@ pub async fn write(ctx: &Context, wl: &Workload, plan: &Plan) -> Result<Outcome,
         .await;
     }
     Ok(Outcome::Done)
+}
+
+/// Counts a write that changed the replica view, and learns from the answer whether the
+/// Workload CRD prunes it.
+fn note_view(ctx: &Context, before: &Workload, sent: &WorkloadStatus, written: &Workload) {
+    let old = before.status.as_ref().and_then(|s| s.baton.as_ref());
+    if old != sent.baton.as_ref() {
+        ctx.metrics.view_writes.inc();
+    }
+    let answered = written.status.as_ref().and_then(|s| s.baton.as_ref());
+    if baton_view::pruned(sent.baton.as_ref(), answered) && ctx.view.learn_pruned() {
+        ctx.metrics.view_pruned.set(1);
+        tracing::warn!(
+            workload = %before.name_any(),
+            "the manager's Workload CRD prunes status.baton (upstream Kueue's CRD?): the \
+             replica view is no longer written; install Baton's CRDs to have it"
+        );
+    }
 }
 
 /// Counts an admission on `cluster`: Baton's and upstream's counters, and the time since the

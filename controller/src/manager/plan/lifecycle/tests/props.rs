@@ -26,6 +26,7 @@ impl World {
                 clusters: &self.clusters,
                 replicas: &cached(&self.replicas),
                 priority: self.workload.spec.priority,
+                view: Default::default(),
                 now: t(now),
             },
             &self.config,
