@@ -5,11 +5,15 @@
 //! parsed anew as a watch would, and prints the process's resident memory growth per object:
 //! as listed, and as the manager's caches keep it. Resident memory is what the chart's limit
 //! counts (allocator overhead included); the machine's load is printed with the figures.
+//! One object is parsed and dropped before each measurement starts: the first parse grows
+//! the heap once, by a constant that would otherwise be counted against every object ("parsed
+//! and dropped" shows what is left of it). "A typed Workload, empty" is the floor of any
+//! cache of typed Workloads: the struct and its name, nothing else.
 
 use std::time::Instant;
 
 use baton::manager::plan::replica::CachedReplica;
-use baton::manager::shell::replica_cache::ReplicaCache;
+use baton::manager::shell::replica_cache::{ReplicaCache, WorkloadNames};
 use baton::manager::shell::stores::stripped_manager_workload;
 use baton_crds::workload::Workload;
 use kube::runtime::watcher::Event;
@@ -28,6 +32,8 @@ fn resident_bytes() -> u64 {
 /// Resident bytes per object that `make` builds, over `COPIES` objects kept alive.
 fn per_object<T>(make: impl Fn() -> T) -> u64 {
     let mut kept: Vec<T> = Vec::with_capacity(COPIES);
+    // The first object's parsing grows the heap once (a constant, not a cost per object).
+    drop(make());
     let before = resident_bytes();
     for _ in 0..COPIES {
         kept.push(make());
@@ -37,18 +43,25 @@ fn per_object<T>(make: impl Fn() -> T) -> u64 {
     after.saturating_sub(before) / COPIES as u64
 }
 
-/// Resident bytes per replica in the manager's cache of one worker, `COPIES` replicas of
-/// distinct names applied as watch events (the record, its key and the map's share).
-fn in_replica_cache(json: &str) -> u64 {
-    let cache = ReplicaCache::default();
+/// Resident bytes per replica in the manager's caches of `workers` workers, `COPIES`
+/// replicas in all applied as watch events, each workload with a replica on every worker
+/// (the record, its key, the maps' share and the workload names the caches share).
+fn in_replica_caches(json: &str, workers: usize) -> u64 {
+    let names = WorkloadNames::default();
+    let caches: Vec<ReplicaCache> = (0..workers)
+        .map(|_| ReplicaCache::new(names.clone()))
+        .collect();
+    drop(parse(json));
     let before = resident_bytes();
-    for n in 0..COPIES {
-        let mut replica = parse(json);
-        replica.metadata.name = Some(format!("wl-{n:06}"));
-        cache.apply(&Event::Apply(replica));
+    for n in 0..COPIES / workers {
+        for cache in &caches {
+            let mut replica = parse(json);
+            replica.metadata.name = Some(format!("wl-{n:06}"));
+            cache.apply(&Event::Apply(replica));
+        }
     }
     let after = resident_bytes();
-    assert_eq!(cache.len(), COPIES);
+    assert!(caches.iter().all(|c| c.len() == COPIES / workers));
     after.saturating_sub(before) / COPIES as u64
 }
 
@@ -64,19 +77,25 @@ fn measure(kind: &str) -> Option<u64> {
     Some(match kind {
         "replica-listed" => per_object(|| parse(replica)),
         "replica-cached" => per_object(|| CachedReplica::compact(&parse(replica))),
-        "replica-cache" => in_replica_cache(replica),
+        "replica-parsed" => per_object(|| drop(parse(replica))),
+        "replica-cache" => in_replica_caches(replica, 1),
+        "replica-cache-10" => in_replica_caches(replica, 10),
         "manager-listed" => per_object(|| parse(manager)),
         "manager-cached" => per_object(|| stripped_manager_workload(parse(manager))),
+        "manager-empty" => per_object(|| Workload::new("wl-01000", Default::default())),
         _ => return None,
     })
 }
 
-const KINDS: [(&str, &str); 5] = [
+const KINDS: [(&str, &str); 8] = [
     ("replica-listed", "replica, as listed"),
+    ("replica-parsed", "replica, parsed and dropped"),
     ("replica-cached", "replica, as a record"),
     ("replica-cache", "replica, in the cache (keyed)"),
+    ("replica-cache-10", "replica, 10 workers' caches"),
     ("manager-listed", "manager Workload, as listed"),
     ("manager-cached", "manager Workload, as cached"),
+    ("manager-empty", "a typed Workload, empty"),
 ];
 
 fn main() -> anyhow::Result<()> {

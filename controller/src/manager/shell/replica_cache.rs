@@ -1,10 +1,12 @@
 //! The manager's cache of its replicas on one worker: [`CachedReplica`] records by namespace
 //! and name, fed by the worker's replica watch. A reflector store would keep each whole
-//! object and a second copy of its identity as the key; this keeps the record alone, and
-//! looks it up by `&str` without building a key.
+//! object and a second copy of its identity as the key; this keeps the record alone, keyed
+//! by a small number that every worker's cache shares for the same workload
+//! ([`WorkloadNames`]): with tens of workers, the names cost a few bytes per replica.
+//!
+//! Locks are taken in one order: the names, then a cache.
 
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use baton_crds::workload::Workload;
 use kube::ResourceExt;
@@ -12,20 +14,98 @@ use kube::runtime::watcher::Event;
 
 use crate::manager::plan::replica::CachedReplica;
 
-type ByName = HashMap<Box<str>, CachedReplica>;
-type ByNamespace = HashMap<Box<str>, ByName>;
+mod names;
+use names::NameId;
+pub use names::WorkloadNames;
 
 /// Replicas on one worker; cheap to clone (shared).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct ReplicaCache {
     inner: Arc<RwLock<Inner>>,
+    names: WorkloadNames,
 }
 
-#[derive(Default)]
 struct Inner {
-    replicas: ByNamespace,
+    replicas: Records,
     /// A (re)list in progress: it replaces `replicas` when it ends.
-    relist: Option<ByNamespace>,
+    relist: Option<Records>,
+    /// Told of the ids held when the cache goes.
+    names: WorkloadNames,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let relist = self.relist.take().unwrap_or_default();
+        let held = std::mem::take(&mut self.replicas).ids.into_iter();
+        self.names.release(held.chain(relist.ids));
+    }
+}
+
+/// Records by id, packed: a record and its id side by side in two lists, and each id's
+/// place in them. Ids are small and dense (the names reuse freed ones), so the places are a
+/// list indexed by id: four bytes a workload, no hashing. Each id here is held once
+/// ([`WorkloadNames`]).
+#[derive(Default)]
+struct Records {
+    place: Vec<u32>,
+    ids: Vec<NameId>,
+    records: Vec<CachedReplica>,
+}
+
+/// No record under this id.
+const NOWHERE: u32 = u32::MAX;
+
+impl Records {
+    fn place(&self, id: NameId) -> Option<usize> {
+        let at = *self.place.get(id.index())?;
+        (at != NOWHERE).then_some(at as usize)
+    }
+
+    fn get(&self, id: NameId) -> Option<&CachedReplica> {
+        self.records.get(self.place(id)?)
+    }
+
+    /// Stores `record` under `id`, which the caller holds once more: returns whether that
+    /// hold is spare (the id was already here).
+    fn insert(&mut self, id: NameId, record: CachedReplica) -> bool {
+        if let Some(at) = self.place(id) {
+            self.records[at] = record;
+            return true;
+        }
+        if self.place.len() <= id.index() {
+            self.place.resize(id.index() + 1, NOWHERE);
+        }
+        self.place[id.index()] = u32::try_from(self.records.len()).unwrap_or(NOWHERE);
+        self.ids.push(id);
+        self.records.push(record);
+        false
+    }
+
+    /// Removes the record under `id`; returns whether there was one (its hold is now spare).
+    fn remove(&mut self, id: NameId) -> bool {
+        let Some(at) = self.place(id) else {
+            return false;
+        };
+        self.place[id.index()] = NOWHERE;
+        self.ids.swap_remove(at);
+        self.records.swap_remove(at);
+        if let Some(moved) = self.ids.get(at) {
+            self.place[moved.index()] = at as u32;
+        }
+        while self.place.last() == Some(&NOWHERE) {
+            self.place.pop();
+        }
+        if self.records.len() < self.records.capacity() / 4 {
+            self.ids.shrink_to(self.ids.len() * 2);
+            self.records.shrink_to(self.records.len() * 2);
+            self.place.shrink_to(self.place.len() * 2);
+        }
+        true
+    }
+
+    fn len(&self) -> usize {
+        self.records.len()
+    }
 }
 
 /// One replica's place in the cache.
@@ -36,7 +116,35 @@ pub struct ReplicaEntry {
     pub uid: Option<String>,
 }
 
+impl Default for ReplicaCache {
+    /// A cache with names of its own.
+    fn default() -> Self {
+        Self::new(WorkloadNames::default())
+    }
+}
+
 impl ReplicaCache {
+    /// An empty cache whose names are shared with every cache made with `names`.
+    pub fn new(names: WorkloadNames) -> Self {
+        let inner = Inner {
+            replicas: Records::default(),
+            relist: None,
+            names: names.clone(),
+        };
+        Self {
+            inner: Arc::new(RwLock::new(inner)),
+            names,
+        }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Applies one watch event: a (re)list is swapped in whole when it ends, so a replica
     /// deleted while the watch was down disappears then. Returns whether a reader of the
     /// records could see a change: a replica new or deleted, or its record changed in
@@ -47,34 +155,25 @@ impl ReplicaCache {
     /// A record whose resourceVersion alone moved is still stored: writes guarded by the
     /// version (the gate opening) use the newest one.
     pub fn apply(&self, event: &Event<Workload>) -> bool {
-        let mut inner = self.inner.write().unwrap_or_else(|p| p.into_inner());
         match event {
             Event::Init => {
-                inner.relist = Some(ByNamespace::new());
+                let dropped = self.write().relist.replace(Records::default());
+                self.names.release(dropped.unwrap_or_default().ids);
                 false
             }
-            Event::InitApply(replica) => {
-                let record = CachedReplica::compact(replica);
-                let changed = differs(&inner.replicas, replica, &record);
-                if let Some(relist) = inner.relist.as_mut() {
-                    insert(relist, replica, record);
-                }
-                changed
-            }
+            Event::InitApply(replica) => self.store(replica, true),
             Event::InitDone => {
+                let mut inner = self.write();
                 if let Some(relist) = inner.relist.take() {
-                    inner.replicas = relist;
+                    let old = std::mem::replace(&mut inner.replicas, relist);
+                    drop(inner);
+                    self.names.release(old.ids);
                 }
                 false
             }
-            Event::Apply(replica) => {
-                let record = CachedReplica::compact(replica);
-                let changed = differs(&inner.replicas, replica, &record);
-                insert(&mut inner.replicas, replica, record);
-                changed
-            }
+            Event::Apply(replica) => self.store(replica, false),
             Event::Delete(replica) => {
-                remove(&mut inner.replicas, replica);
+                self.remove(replica);
                 // Always told: a replica created and deleted before this cache showed it
                 // may still stand in the manager's memory of its creations.
                 true
@@ -82,20 +181,63 @@ impl ReplicaCache {
         }
     }
 
+    /// Stores a replica's record, in the relist in progress when `relisted`; returns
+    /// whether it differs from the record served.
+    fn store(&self, replica: &Workload, relisted: bool) -> bool {
+        let record = CachedReplica::compact(replica);
+        let namespace = replica.namespace().unwrap_or_default();
+        let id = self.names.write().acquire(&namespace, &replica.name_any());
+        let mut inner = self.write();
+        let changed = inner
+            .replicas
+            .get(id)
+            .is_none_or(|held| held.differs_beyond_version(&record));
+        let target = if relisted {
+            inner.relist.as_mut()
+        } else {
+            Some(&mut inner.replicas)
+        };
+        let spare = target.is_none_or(|records| records.insert(id, record));
+        drop(inner);
+        if spare {
+            self.names.release([id]);
+        }
+        changed
+    }
+
+    fn remove(&self, replica: &Workload) {
+        let namespace = replica.namespace().unwrap_or_default();
+        let names = self.names.read();
+        // The names stay locked while the id is used: it cannot be freed and reused.
+        let Some(id) = names.id(&namespace, &replica.name_any()) else {
+            return;
+        };
+        let removed = self.write().replicas.remove(id);
+        drop(names);
+        if removed {
+            self.names.release([id]);
+        }
+    }
+
     /// The record of a replica (a copy: records are small, their rare parts shared).
     pub fn get(&self, namespace: &str, name: &str) -> Option<CachedReplica> {
-        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
-        inner.replicas.get(namespace)?.get(name).cloned()
+        let names = self.names.read();
+        let id = names.id(namespace, name)?;
+        self.read().replicas.get(id).cloned()
     }
 
     /// Every replica's namespace, name and uid (for the garbage collector).
     pub fn entries(&self) -> Vec<ReplicaEntry> {
-        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
-        inner
-            .replicas
+        let names = self.names.read();
+        let inner = self.read();
+        let records = &inner.replicas;
+        records
+            .ids
             .iter()
-            .flat_map(|(namespace, names)| {
-                names.iter().map(|(name, replica)| ReplicaEntry {
+            .zip(&records.records)
+            .filter_map(|(id, replica)| {
+                let (namespace, name) = names.name(*id)?;
+                Some(ReplicaEntry {
                     namespace: namespace.to_string(),
                     name: name.to_string(),
                     uid: replica.uid(),
@@ -105,40 +247,11 @@ impl ReplicaCache {
     }
 
     pub fn len(&self) -> usize {
-        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
-        inner.replicas.values().map(HashMap::len).sum()
+        self.read().replicas.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-}
-
-/// Whether `record` differs from the one held for `replica`'s name (none held: it does).
-fn differs(replicas: &ByNamespace, replica: &Workload, record: &CachedReplica) -> bool {
-    let namespace = replica.namespace().unwrap_or_default();
-    let held = replicas
-        .get(namespace.as_str())
-        .and_then(|names| names.get(replica.name_any().as_str()));
-    held.is_none_or(|held| held.differs_beyond_version(record))
-}
-
-fn insert(replicas: &mut ByNamespace, replica: &Workload, record: CachedReplica) {
-    let namespace = replica.namespace().unwrap_or_default();
-    let names = match replicas.get_mut(namespace.as_str()) {
-        Some(names) => names,
-        None => replicas.entry(namespace.into_boxed_str()).or_default(),
-    };
-    names.insert(replica.name_any().into_boxed_str(), record);
-}
-
-fn remove(replicas: &mut ByNamespace, replica: &Workload) {
-    let namespace = replica.namespace().unwrap_or_default();
-    if let Some(names) = replicas.get_mut(namespace.as_str()) {
-        names.remove(replica.name_any().as_str());
-        if names.is_empty() {
-            replicas.remove(namespace.as_str());
-        }
     }
 }
 
@@ -261,5 +374,75 @@ mod tests {
         assert!(cache.get("a", "gone").is_none());
         assert!(cache.get("a", "kept").is_some());
         assert!(!cache.is_empty());
+    }
+
+    #[test]
+    fn workers_share_names_and_let_go_of_them_with_their_replicas() {
+        let names = WorkloadNames::default();
+        let (one, two) = (
+            ReplicaCache::new(names.clone()),
+            ReplicaCache::new(names.clone()),
+        );
+        one.apply(&Event::Apply(replica("a", "x", "1")));
+        one.apply(&Event::Apply(replica("a", "x", "1")));
+        two.apply(&Event::Apply(replica("a", "x", "2")));
+        two.apply(&Event::Apply(replica("a", "y", "3")));
+        assert_eq!(
+            names.len(),
+            2,
+            "one name per workload, however many workers"
+        );
+        assert_eq!(
+            one.get("a", "x").and_then(|r| r.uid()).as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            two.get("a", "x").and_then(|r| r.uid()).as_deref(),
+            Some("2")
+        );
+        assert!(one.get("a", "y").is_none(), "a name another worker holds");
+        one.apply(&Event::Delete(replica("a", "y", "3")));
+        assert_eq!(
+            two.len(),
+            2,
+            "a delete elsewhere leaves this worker's record"
+        );
+        one.apply(&Event::Delete(replica("a", "x", "1")));
+        assert_eq!(names.len(), 2, "the other worker still holds x");
+        two.apply(&Event::Init);
+        two.apply(&Event::InitApply(replica("a", "z", "4")));
+        assert_eq!(names.len(), 3, "the relist holds its own");
+        two.apply(&Event::InitDone);
+        assert_eq!(names.len(), 1, "x and y went with the old list");
+        assert_eq!(uids(&two), vec![("a".into(), "z".into(), Some("4".into()))]);
+        two.apply(&Event::Init);
+        two.apply(&Event::InitApply(replica("a", "w", "5")));
+        let last_known = two.clone();
+        drop(two);
+        assert_eq!(names.len(), 2, "a clone keeps the cache");
+        drop(last_known);
+        assert!(names.is_empty(), "a dropped cache lets go of its names");
+        assert!(one.is_empty());
+    }
+
+    #[test]
+    fn records_stay_in_place_when_others_are_removed() {
+        let cache = ReplicaCache::default();
+        for (n, name) in ["p", "q", "r", "s"].iter().enumerate() {
+            cache.apply(&Event::Apply(replica("a", name, &n.to_string())));
+        }
+        cache.apply(&Event::Delete(replica("a", "p", "0")));
+        cache.apply(&Event::Delete(replica("a", "r", "2")));
+        assert_eq!(
+            uids(&cache),
+            vec![
+                ("a".into(), "q".into(), Some("1".into())),
+                ("a".into(), "s".into(), Some("3".into()))
+            ]
+        );
+        assert_eq!(
+            cache.get("a", "s").and_then(|r| r.uid()).as_deref(),
+            Some("3")
+        );
     }
 }

@@ -32,7 +32,7 @@ use crate::manager::plan::connection::reconnect::{Reconnect, Retry};
 use crate::manager::plan::connection::watch_health::{Probe, Verdict, WatchHealth, with_causes};
 use crate::manager::plan::kubeconfig::KubeconfigProblem;
 use crate::manager::shell::kinds::{KindWakeups, watch_copies};
-use crate::manager::shell::replica_cache::ReplicaCache;
+use crate::manager::shell::replica_cache::{ReplicaCache, WorkloadNames};
 use crate::manager::shell::room_watch::{RoomCache, watch_queues};
 use crate::metrics::Metrics;
 
@@ -111,6 +111,8 @@ pub struct WorkerPool {
     metrics: Arc<Metrics>,
     started: DateTime<Utc>,
     client_limits: ClientConfig,
+    /// The workload names every worker's replica cache shares.
+    names: WorkloadNames,
 }
 
 impl WorkerPool {
@@ -129,6 +131,7 @@ impl WorkerPool {
             triggers,
             metrics,
             started: Utc::now(),
+            names: WorkloadNames::default(),
         }
     }
 
@@ -337,7 +340,7 @@ async fn connect_and_watch(
     let _object_watches: Vec<AbortOnDrop> = object_watches.into_iter().map(AbortOnDrop).collect();
     let connected = Connected {
         client: client.clone(),
-        replicas: ReplicaCache::default(),
+        replicas: ReplicaCache::new(pool.names.clone()),
         jobs,
         room,
         objects: Arc::new(objects),

@@ -27,7 +27,7 @@ mod packed;
 use packed::{Form, Stamp, pack_uid, pack_version, unpack};
 
 /// What the manager knows of one replica. A pending replica — most of them, by far — costs
-/// the record alone (88 bytes, kept in its cache's map without a pointer of its own): its
+/// the record alone (80 bytes, kept in its cache's map without a pointer of its own): its
 /// identifiers and times are numbers when they have the usual form ([`packed`]), the
 /// signal's usual reason is a tag, and what only admitted, evicted or re-dispatched replicas
 /// carry (or what has an unusual form) sits behind one shared pointer that is empty for the
@@ -49,15 +49,34 @@ pub struct CachedReplica {
     signal: SignalReason,
     /// Its worker gave the baton back ([`ReplicaView::released`]).
     released: Option<ReleaseReason>,
+    /// `Admitted=True`, `QuotaReserved=True`, `status.admission` set, finished out of sync.
+    facts: Facts,
+    rare: Option<Arc<Rare>>,
+}
+
+/// What a replica's status says yes or no to, one bit each: four booleans would lengthen
+/// the record by a word.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Facts(u8);
+
+impl Facts {
     /// `Admitted=True` ([`ReplicaView::admitted`]).
-    admitted: bool,
-    quota_reserved: bool,
+    const ADMITTED: u8 = 1;
+    /// `QuotaReserved=True`.
+    const QUOTA_RESERVED: u8 = 1 << 1;
     /// `status.admission` is set.
-    has_admission: bool,
+    const HAS_ADMISSION: u8 = 1 << 2;
     /// `Finished=True` with reason `OutOfSync`: its worker found it out of sync with its
     /// Job. Such a finish is a failure, never mirrored (it is left out of `mirrored`).
-    finished_out_of_sync: bool,
-    rare: Option<Arc<Rare>>,
+    const FINISHED_OUT_OF_SYNC: u8 = 1 << 3;
+
+    fn with(self, fact: u8, holds: bool) -> Self {
+        if holds { Self(self.0 | fact) } else { self }
+    }
+
+    fn has(self, fact: u8) -> bool {
+        self.0 & fact != 0
+    }
 }
 
 /// The reason of a True blocked signal: Kueue's `PreemptionGated` by far the most often, or
@@ -174,10 +193,17 @@ impl CachedReplica {
             gate: view.gate.map(|g| g.state),
             signal,
             released: view.released,
-            admitted: view.admitted,
-            quota_reserved: true_condition(condition::QUOTA_RESERVED).is_some(),
-            has_admission: full.status.as_ref().is_some_and(|s| s.admission.is_some()),
-            finished_out_of_sync,
+            facts: Facts::default()
+                .with(Facts::ADMITTED, view.admitted)
+                .with(
+                    Facts::QUOTA_RESERVED,
+                    true_condition(condition::QUOTA_RESERVED).is_some(),
+                )
+                .with(
+                    Facts::HAS_ADMISSION,
+                    full.status.as_ref().is_some_and(|s| s.admission.is_some()),
+                )
+                .with(Facts::FINISHED_OUT_OF_SYNC, finished_out_of_sync),
             rare: rare.shared(),
         }
     }
@@ -225,7 +251,7 @@ impl CachedReplica {
             cluster: cluster.to_string(),
             gate: self.gate(),
             signal: self.signal(),
-            admitted: self.admitted,
+            admitted: self.facts.has(Facts::ADMITTED),
             cost: self.rare.as_ref().and_then(|r| r.cost),
             released: self.released,
         }
@@ -241,12 +267,12 @@ impl CachedReplica {
     }
 
     pub fn quota_reserved(&self) -> bool {
-        self.quota_reserved
+        self.facts.has(Facts::QUOTA_RESERVED)
     }
 
     /// Finished on its worker as `OutOfSync` (see the field).
     pub fn finished_out_of_sync(&self) -> bool {
-        self.finished_out_of_sync
+        self.facts.has(Facts::FINISHED_OUT_OF_SYNC)
     }
 
     /// The winner's conditions the manager mirrors, as the replica has them.
@@ -256,12 +282,14 @@ impl CachedReplica {
 
     /// Holds quota on its worker and is not being evicted.
     pub fn holds_quota(&self) -> bool {
-        self.quota_reserved && self.evicted().is_none()
+        self.quota_reserved() && self.evicted().is_none()
     }
 
     /// Its worker may have evicted workloads for it: its gate was open, or it reserved quota.
     pub fn may_have_preempted(&self) -> bool {
-        self.gate == Some(GateState::Open) || self.has_admission || self.quota_reserved
+        self.gate == Some(GateState::Open)
+            || self.facts.has(Facts::HAS_ADMISSION)
+            || self.quota_reserved()
     }
 
     /// The MultiKueue gate.
@@ -287,10 +315,7 @@ impl CachedReplica {
             gate,
             signal,
             released,
-            admitted,
-            quota_reserved,
-            has_admission,
-            finished_out_of_sync,
+            facts,
             rare,
         } = self;
         let rare_differs = match (rare, &other.rare) {
@@ -306,10 +331,7 @@ impl CachedReplica {
             || *gate != other.gate
             || *signal != other.signal
             || *released != other.released
-            || *admitted != other.admitted
-            || *quota_reserved != other.quota_reserved
-            || *has_admission != other.has_admission
-            || *finished_out_of_sync != other.finished_out_of_sync
+            || *facts != other.facts
             || rare_differs
     }
 
