@@ -60,10 +60,11 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
         Api::all(client.clone()),
         tee(jobs_wake.clone(), objects_wake.clone()),
     );
-    let mut job_loop = tokio::spawn(jobs::run::run(
+    let mut job_loop = tokio::spawn(integrations::run::run::<jobs::BatchJobs>(
         client.clone(),
-        jobs::run::JobCaches {
-            jobs: job_cache.clone(),
+        integrations::run::Caches {
+            objects: vec![(Kind::Job, job_cache.clone())],
+            children: None,
             workloads: caches.workloads.clone(),
             flavors: caches.flavors.clone(),
         },
@@ -72,9 +73,9 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
         metrics.clone(),
         shutdown.clone(),
     ));
-    let mut object_loop = tokio::spawn(integrations::run::run(
+    let mut object_loop = tokio::spawn(integrations::run::run::<integrations::shaped::Shaped>(
         client.clone(),
-        integrations::run::ObjectCaches {
+        integrations::run::Caches {
             objects: kinds
                 .iter()
                 .map(|k| {
@@ -84,7 +85,7 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
                     )
                 })
                 .collect(),
-            jobs: job_cache,
+            children: Some(job_cache),
             workloads: caches.workloads.clone(),
             flavors: caches.flavors.clone(),
         },
