@@ -50,7 +50,7 @@ pub struct CopyOnWorker<S> {
 /// What a new Workload for an object came to.
 pub enum NewWorkload {
     /// Create this one.
-    Made(Workload),
+    Made(Box<Workload>),
     /// The object cannot have one (reported as `InvalidJob`); look again after this, if at all.
     Invalid {
         problem: String,
@@ -353,7 +353,7 @@ async fn update_workload_priority<A: Adapter>(
         ),
         Err(source) => return Err(on_manager("update workload priority", source)),
     };
-    publish(ctx, adapter, obj, type_.clone(), "UpdatedWorkload", note);
+    publish(ctx, adapter, obj, type_, "UpdatedWorkload", note);
     Ok((type_ == EventType::Normal).then(|| Action::requeue(AFTER_CONFLICT)))
 }
 
@@ -366,7 +366,7 @@ async fn create_workload<A: Adapter>(
     obj: &A::Object,
 ) -> Result<Action, ReconcileError> {
     let mut workload = match adapter.new_workload(ctx, obj).await? {
-        NewWorkload::Made(workload) => workload,
+        NewWorkload::Made(workload) => *workload,
         NewWorkload::NotOurs(after) => return Ok(Action::requeue(after)),
         NewWorkload::Invalid { problem, retry } => {
             tracing::warn!(kind = %adapter.kind(), object = %obj.name_any(), "{problem}");

@@ -99,7 +99,7 @@ impl Adapter for JobAdapter {
     /// A Job's Workload is all in the Job: an invalid one waits for the Job to change.
     async fn new_workload(&self, _: &Context, job: &Job) -> Result<NewWorkload, ReconcileError> {
         Ok(match workload_for_job(job) {
-            Ok(workload) => NewWorkload::Made(workload),
+            Ok(workload) => NewWorkload::Made(Box::new(workload)),
             Err(problem) => NewWorkload::Invalid {
                 problem: problem.to_string(),
                 retry: None,

@@ -134,7 +134,7 @@ impl Adapter for KindAdapter<'_> {
             None => None,
         };
         Ok(match workload_for(self.0, obj, runtime.as_ref()) {
-            Ok(wl) => NewWorkload::Made(wl),
+            Ok(wl) => NewWorkload::Made(Box::new(wl)),
             Err(problem) => NewWorkload::Invalid {
                 problem: problem.to_string(),
                 retry: Some(INVALID_RETRY),

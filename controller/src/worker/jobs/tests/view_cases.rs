@@ -136,3 +136,12 @@ fn orphans_are_job_owned_workloads_whose_job_is_gone_past_the_grace() {
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].metadata.name, orphan.metadata.name);
 }
+
+#[test]
+fn the_loop_names_a_jobs_workload_as_the_job_integration_does() {
+    let j = job(json!({}));
+    assert_eq!(
+        crate::integrations::workload::workload_name_for(&Kind::Job, "j", "uid-j"),
+        crate::jobs::workload_name(&j)
+    );
+}
