@@ -71,6 +71,13 @@ impl KindSetup<'_> {
             resource,
         })
     }
+
+    /// [`KindSetup::start`] for a test: the environment, its processes and the suite's kind
+    /// (it panics when the environment cannot start).
+    pub async fn parts(&self) -> (Env, Vec<BatonProcess>, ApiResource) {
+        let started = self.start().await.expect("environment");
+        (started.env, started.processes, started.resource)
+    }
 }
 
 /// One worker and its shim, `crd` on every cluster, no manager: a suite's preemption case.

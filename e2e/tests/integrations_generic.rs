@@ -13,7 +13,7 @@ use baton_crds::constants::condition;
 use baton_crds::workload::Workload;
 use baton_e2e::harness::eventually;
 use baton_e2e::harness::process::BatonProcess;
-use baton_e2e::integrations::{KindEnv, KindSetup, SLEEPER_KIND, sleeper_crd};
+use baton_e2e::integrations::{KindSetup, SLEEPER_KIND, sleeper_crd};
 use baton_e2e::multikueue::Env;
 use kube::ResourceExt;
 use kube::api::{ApiResource, DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
@@ -27,20 +27,14 @@ const CONFIG: &str =
 /// Two workers and their shims, the Sleeper CRD (with or without `spec.managedBy`)
 /// everywhere; the test starts the manager.
 async fn environment(managed_by: bool) -> (Env, Vec<BatonProcess>, ApiResource) {
-    let KindEnv {
-        env,
-        processes,
-        resource,
-    } = KindSetup {
+    KindSetup {
         workers: WORKERS,
         crds: &[sleeper_crd(managed_by)],
         objects: &[],
         manager: None,
     }
-    .start()
+    .parts()
     .await
-    .expect("environment");
-    (env, processes, resource)
 }
 
 /// The manager Workload the kind's own integration would make for Sleeper `name` (uid

@@ -40,20 +40,14 @@ const CRD: &str = "jobset.x-k8s.io_jobsets.yaml";
 /// Three workers with 4 CPUs each and their shims, the JobSet CRD everywhere, and the manager
 /// (which finds the JobSet integration on: the CRD is served).
 async fn environment() -> (Env, Vec<BatonProcess>, ApiResource) {
-    let KindEnv {
-        env,
-        processes,
-        resource,
-    } = KindSetup {
+    KindSetup {
         workers: WORKERS,
         crds: &[shipped_crd(CRD).expect("the shipped JobSet CRD")],
         objects: &[],
         manager: Some("singleClusterPreemptionTimeout: 10s\ngcInterval: 1s\n"),
     }
-    .start()
+    .parts()
     .await
-    .expect("environment");
-    (env, processes, resource)
 }
 
 /// The manager Workload owned by JobSet `name`.
