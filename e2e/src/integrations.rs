@@ -11,20 +11,98 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
 
+use baton_crds::workload::Workload;
+
+use crate::harness::process::BatonProcess;
 use crate::harness::{apply, eventually};
 use crate::multikueue::Env;
 
-/// Where the integration CRDs are (`BATON_INTEGRATIONS_DIR`, else `../shared/integrations`
-/// beside the workspace).
+/// `shared/integrations/` (the CRDs and the projects' examples), where the harness finds
+/// `shared/` ([`crate::harness::integrations::shared_dir`]).
 pub fn integrations_dir() -> PathBuf {
-    std::env::var_os("BATON_INTEGRATIONS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            crate::harness::process::workspace_root()
-                .join("..")
-                .join("shared")
-                .join("integrations")
+    crate::harness::integrations::shared_dir().join("integrations")
+}
+
+/// What an integrations suite starts: `workers` workers with 4 CPUs each (LocalQueue
+/// `user-queue`) and their shims, the kinds' CRDs on every cluster, and the manager when it is
+/// configured.
+pub struct KindSetup<'a> {
+    pub workers: usize,
+    /// CRDs installed on every cluster; the first one's kind is the suite's.
+    pub crds: &'a [Value],
+    /// Objects applied on every cluster before the shims start (a TrainJob's runtime).
+    pub objects: &'a [Value],
+    /// The manager's configuration; `None`: the suite starts it, or no manager.
+    pub manager: Option<&'a str>,
+}
+
+/// The started environment, its processes (stopped when dropped), and the suite's kind.
+pub struct KindEnv {
+    pub env: Env,
+    pub processes: Vec<BatonProcess>,
+    pub resource: ApiResource,
+}
+
+impl KindSetup<'_> {
+    pub async fn start(&self) -> anyhow::Result<KindEnv> {
+        let mut env = Env::start(self.workers).await?;
+        let mut resources = Vec::new();
+        for crd in self.crds {
+            resources.push(env.install_crd_everywhere(crd).await?);
+        }
+        let resource = resources.into_iter().next().context("no CRD")?;
+        for object in self.objects {
+            apply(&env.manager_client(), object).await?;
+        }
+        let mut processes = Vec::new();
+        for i in 1..=self.workers {
+            for object in self.objects {
+                apply(&env.worker_client(i), object).await?;
+            }
+            env.install_worker_queues(i, 4, json!({})).await?;
+            processes.push(env.start_worker(i, "")?);
+        }
+        if let Some(config) = self.manager {
+            processes.push(env.start_manager(config)?);
+        }
+        Ok(KindEnv {
+            env,
+            processes,
+            resource,
         })
+    }
+
+    /// [`KindSetup::start`] for a test: the environment, its processes and the suite's kind
+    /// (it panics when the environment cannot start).
+    pub async fn parts(&self) -> (Env, Vec<BatonProcess>, ApiResource) {
+        let started = self.start().await.expect("environment");
+        (started.env, started.processes, started.resource)
+    }
+}
+
+/// One worker and its shim, `crd` on every cluster, no manager: a suite's preemption case.
+pub async fn one_worker(crd: &Value) -> KindEnv {
+    KindSetup {
+        workers: 1,
+        crds: std::slice::from_ref(crd),
+        objects: &[],
+        manager: None,
+    }
+    .start()
+    .await
+    .expect("environment")
+}
+
+/// The Workload in `workloads` owned by the object of `kind` named `name`.
+pub async fn owned_workload(workloads: &Api<Workload>, kind: &str, name: &str) -> Option<Workload> {
+    let all = workloads.list(&ListParams::default()).await.ok()?;
+    all.items.into_iter().find(|w| {
+        w.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.kind == kind && o.name == name)
+    })
 }
 
 /// The CRD in `crds/<file>` of the integrations directory, parsed.

@@ -13,7 +13,7 @@ use baton_crds::constants::condition;
 use baton_crds::workload::Workload;
 use baton_e2e::harness::eventually;
 use baton_e2e::harness::process::BatonProcess;
-use baton_e2e::integrations::{SLEEPER_KIND, sleeper_crd};
+use baton_e2e::integrations::{KindSetup, SLEEPER_KIND, sleeper_crd};
 use baton_e2e::multikueue::Env;
 use kube::ResourceExt;
 use kube::api::{ApiResource, DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
@@ -24,20 +24,17 @@ const WORKERS: usize = 2;
 const CONFIG: &str =
     "gcInterval: 1s\nmultiKueue:\n  externalFrameworks:\n  - name: Sleeper.v1.e2e.baton.dev\n";
 
+/// Two workers and their shims, the Sleeper CRD (with or without `spec.managedBy`)
+/// everywhere; the test starts the manager.
 async fn environment(managed_by: bool) -> (Env, Vec<BatonProcess>, ApiResource) {
-    let mut env = Env::start(WORKERS).await.expect("env");
-    let resource = env
-        .install_crd_everywhere(&sleeper_crd(managed_by))
-        .await
-        .expect("CRD");
-    let mut processes = Vec::new();
-    for i in 1..=WORKERS {
-        env.install_worker_queues(i, 4, json!({}))
-            .await
-            .expect("queues");
-        processes.push(env.start_worker(i, "").expect("worker"));
+    KindSetup {
+        workers: WORKERS,
+        crds: &[sleeper_crd(managed_by)],
+        objects: &[],
+        manager: None,
     }
-    (env, processes, resource)
+    .parts()
+    .await
 }
 
 /// The manager Workload the kind's own integration would make for Sleeper `name` (uid

@@ -23,11 +23,14 @@ use baton_crds::constants::condition;
 use baton_crds::workload::Workload;
 use baton_e2e::harness::eventually;
 use baton_e2e::harness::process::BatonProcess;
-use baton_e2e::integrations::{Timing, is_suspended, queued_jobset, shipped_crd, timed_jobset};
+use baton_e2e::integrations::{
+    KindEnv, KindSetup, Timing, is_suspended, one_worker, owned_workload, queued_jobset,
+    shipped_crd, timed_jobset,
+};
 use baton_e2e::multikueue::Env;
 use baton_e2e::workers::is_admitted;
 use kube::ResourceExt;
-use kube::api::{ApiResource, DeleteParams, ListParams, PropagationPolicy};
+use kube::api::{ApiResource, DeleteParams, PropagationPolicy};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(40);
@@ -37,37 +40,19 @@ const CRD: &str = "jobset.x-k8s.io_jobsets.yaml";
 /// Three workers with 4 CPUs each and their shims, the JobSet CRD everywhere, and the manager
 /// (which finds the JobSet integration on: the CRD is served).
 async fn environment() -> (Env, Vec<BatonProcess>, ApiResource) {
-    let mut env = Env::start(WORKERS).await.expect("env");
-    let jobsets = env
-        .install_crd_everywhere(&shipped_crd(CRD).expect("the shipped JobSet CRD"))
-        .await
-        .expect("JobSet CRD");
-    let mut processes = Vec::new();
-    for i in 1..=WORKERS {
-        env.install_worker_queues(i, 4, json!({}))
-            .await
-            .expect("queues");
-        processes.push(env.start_worker(i, "").expect("worker"));
+    KindSetup {
+        workers: WORKERS,
+        crds: &[shipped_crd(CRD).expect("the shipped JobSet CRD")],
+        objects: &[],
+        manager: Some("singleClusterPreemptionTimeout: 10s\ngcInterval: 1s\n"),
     }
-    processes.push(
-        env.start_manager("singleClusterPreemptionTimeout: 10s\ngcInterval: 1s\n")
-            .expect("manager"),
-    );
-    (env, processes, jobsets)
+    .parts()
+    .await
 }
 
 /// The manager Workload owned by JobSet `name`.
 async fn workload_of(env: &Env, name: &str) -> Option<Workload> {
-    let all = env
-        .manager_workloads()
-        .list(&ListParams::default())
-        .await
-        .ok()?;
-    all.items.into_iter().find(|w| {
-        w.owner_references()
-            .iter()
-            .any(|o| o.kind == "JobSet" && o.name == name)
-    })
+    owned_workload(&env.manager_workloads(), "JobSet", name).await
 }
 
 /// Waits until JobSet `name`'s manager workload is admitted; the worker it runs on.
@@ -259,16 +244,7 @@ async fn deleting_the_manager_jobset_cleans_every_worker() {
 
 /// The Workload on worker `i` owned by JobSet `name`.
 async fn worker_workload_of(env: &Env, i: usize, name: &str) -> Option<Workload> {
-    let all = env
-        .worker_workloads(i)
-        .list(&ListParams::default())
-        .await
-        .ok()?;
-    all.items.into_iter().find(|w| {
-        w.owner_references()
-            .iter()
-            .any(|o| o.kind == "JobSet" && o.name == name)
-    })
+    owned_workload(&env.worker_workloads(i), "JobSet", name).await
 }
 
 fn holds_quota(wl: &Workload) -> bool {
@@ -277,15 +253,11 @@ fn holds_quota(wl: &Workload) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn preemption_suspends_a_jobset_and_frees_its_quota_only_once_its_pods_are_gone() {
-    let mut env = Env::start(1).await.expect("env");
-    let jobsets = env
-        .install_crd_everywhere(&shipped_crd(CRD).expect("CRD"))
-        .await
-        .expect("JobSet CRD");
-    env.install_worker_queues(1, 4, json!({}))
-        .await
-        .expect("queues");
-    let _worker = env.start_worker(1, "").expect("worker");
+    let KindEnv {
+        env,
+        processes: _worker,
+        resource: jobsets,
+    } = one_worker(&shipped_crd(CRD).expect("CRD")).await;
     // Pods that take 3 s to stop once deleted.
     let slow_stop = Timing {
         run_seconds: 600,

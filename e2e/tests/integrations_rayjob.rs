@@ -16,11 +16,13 @@ use baton_crds::conditions::is_condition_true;
 use baton_crds::constants::condition;
 use baton_crds::workload::Workload;
 use baton_e2e::harness::eventually;
-use baton_e2e::integrations::{LONG, Timing, is_suspended, queued_rayjob, shipped_crd};
-use baton_e2e::multikueue::Env;
+use baton_e2e::integrations::{
+    KindEnv, KindSetup, LONG, Timing, is_suspended, one_worker, owned_workload, queued_rayjob,
+    shipped_crd,
+};
 use baton_e2e::workers::is_admitted;
 use kube::ResourceExt;
-use kube::api::{DeleteParams, ListParams};
+use kube::api::DeleteParams;
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(40);
@@ -28,12 +30,20 @@ const WORKERS: usize = 2;
 const CRD: &str = "ray.io_rayjobs.yaml";
 
 async fn workload_owned(api: &kube::Api<Workload>, name: &str) -> Option<Workload> {
-    let all = api.list(&ListParams::default()).await.ok()?;
-    all.items.into_iter().find(|w| {
-        w.owner_references()
-            .iter()
-            .any(|o| o.kind == "RayJob" && o.name == name)
-    })
+    owned_workload(api, "RayJob", name).await
+}
+
+/// Two workers and their shims, the RayJob CRD everywhere, and the manager.
+async fn environment() -> KindEnv {
+    KindSetup {
+        workers: WORKERS,
+        crds: &[shipped_crd(CRD).expect("RayJob CRD")],
+        objects: &[],
+        manager: Some("gcInterval: 1s\n"),
+    }
+    .start()
+    .await
+    .expect("environment")
 }
 
 /// The selector of RayJob pods (head and workers).
@@ -41,19 +51,11 @@ const RAY_PODS: &str = "ray.io/node-type";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rayjob_runs_on_exactly_one_worker_and_its_status_follows() {
-    let mut env = Env::start(WORKERS).await.expect("env");
-    let rayjobs = env
-        .install_crd_everywhere(&shipped_crd(CRD).expect("RayJob CRD"))
-        .await
-        .expect("CRD");
-    let mut processes = Vec::new();
-    for i in 1..=WORKERS {
-        env.install_worker_queues(i, 4, json!({}))
-            .await
-            .expect("queues");
-        processes.push(env.start_worker(i, "").expect("worker"));
-    }
-    processes.push(env.start_manager("gcInterval: 1s\n").expect("manager"));
+    let KindEnv {
+        env,
+        processes: _processes,
+        resource: rayjobs,
+    } = environment().await;
     env.create_object(
         0,
         &rayjobs,
@@ -165,15 +167,11 @@ async fn a_rayjob_runs_on_exactly_one_worker_and_its_status_follows() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn preemption_suspends_a_rayjob_and_frees_its_quota_only_once_its_pods_are_gone() {
-    let mut env = Env::start(1).await.expect("env");
-    let rayjobs = env
-        .install_crd_everywhere(&shipped_crd(CRD).expect("CRD"))
-        .await
-        .expect("CRD");
-    env.install_worker_queues(1, 4, json!({}))
-        .await
-        .expect("queues");
-    let _worker = env.start_worker(1, "").expect("worker");
+    let KindEnv {
+        env,
+        processes: _worker,
+        resource: rayjobs,
+    } = one_worker(&shipped_crd(CRD).expect("CRD")).await;
     let slow_stop = Timing {
         run_seconds: 600,
         grace_seconds: 3,
@@ -222,19 +220,11 @@ async fn preemption_suspends_a_rayjob_and_frees_its_quota_only_once_its_pods_are
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_winner_evicted_on_its_worker_runs_again_elsewhere() {
-    let mut env = Env::start(WORKERS).await.expect("env");
-    let rayjobs = env
-        .install_crd_everywhere(&shipped_crd(CRD).expect("RayJob CRD"))
-        .await
-        .expect("CRD");
-    let mut processes = Vec::new();
-    for i in 1..=WORKERS {
-        env.install_worker_queues(i, 4, json!({}))
-            .await
-            .expect("queues");
-        processes.push(env.start_worker(i, "").expect("worker"));
-    }
-    processes.push(env.start_manager("gcInterval: 1s\n").expect("manager"));
+    let KindEnv {
+        env,
+        processes: _processes,
+        resource: rayjobs,
+    } = environment().await;
     env.create_object(0, &rayjobs, queued_rayjob("long", 1, 2, true, LONG))
         .await
         .expect("manager RayJob");

@@ -12,11 +12,11 @@ use std::time::Duration;
 use baton_crds::conditions::is_condition_true;
 use baton_crds::constants::condition;
 use baton_crds::workload::Workload;
-use baton_e2e::harness::{apply, eventually};
-use baton_e2e::integrations::{integrations_dir, shipped_crd};
+use baton_e2e::harness::eventually;
+use baton_e2e::integrations::{KindEnv, KindSetup, integrations_dir, owned_workload, shipped_crd};
 use baton_e2e::multikueue::Env;
 use kube::ResourceExt;
-use kube::api::{DeleteParams, ListParams};
+use kube::api::DeleteParams;
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(40);
@@ -25,16 +25,7 @@ const WORKERS: usize = 2;
 const PODS: &str = "jobset.sigs.k8s.io/jobset-name=train";
 
 async fn workload_owned(env: &Env, name: &str) -> Option<Workload> {
-    let all = env
-        .manager_workloads()
-        .list(&ListParams::default())
-        .await
-        .ok()?;
-    all.items.into_iter().find(|w| {
-        w.owner_references()
-            .iter()
-            .any(|o| o.kind == "TrainJob" && o.name == name)
-    })
+    owned_workload(&env.manager_workloads(), "TrainJob", name).await
 }
 
 /// The runtime of Trainer's examples (`torch-distributed`), as shipped.
@@ -48,34 +39,24 @@ fn runtime() -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trainjob_gets_its_workload_from_its_runtime_and_runs_its_copy_on_one_worker() {
-    let mut env = Env::start(WORKERS).await.expect("env");
-    let trainjobs = env
-        .install_crd_everywhere(&shipped_crd("trainer.kubeflow.org_trainjobs.yaml").expect("CRD"))
-        .await
-        .expect("TrainJob CRD");
-    env.install_crd_everywhere(
-        &shipped_crd("trainer.kubeflow.org_clustertrainingruntimes.yaml").expect("CRD"),
-    )
-    .await
-    .expect("runtime CRD");
-    // A TrainJob runs as a JobSet.
-    env.install_crd_everywhere(&shipped_crd("jobset.x-k8s.io_jobsets.yaml").expect("CRD"))
-        .await
-        .expect("JobSet CRD");
-    apply(&env.manager_client(), &runtime())
-        .await
-        .expect("runtime on the manager");
-    let mut processes = Vec::new();
-    for i in 1..=WORKERS {
-        apply(&env.worker_client(i), &runtime())
-            .await
-            .expect("runtime on a worker");
-        env.install_worker_queues(i, 4, json!({}))
-            .await
-            .expect("queues");
-        processes.push(env.start_worker(i, "").expect("worker"));
+    // A TrainJob runs as a JobSet, from the runtime applied on every cluster.
+    let KindEnv {
+        env,
+        processes: _processes,
+        resource: trainjobs,
+    } = KindSetup {
+        workers: WORKERS,
+        crds: &[
+            shipped_crd("trainer.kubeflow.org_trainjobs.yaml").expect("CRD"),
+            shipped_crd("trainer.kubeflow.org_clustertrainingruntimes.yaml").expect("CRD"),
+            shipped_crd("jobset.x-k8s.io_jobsets.yaml").expect("CRD"),
+        ],
+        objects: &[runtime()],
+        manager: Some("gcInterval: 1s\n"),
     }
-    processes.push(env.start_manager("gcInterval: 1s\n").expect("manager"));
+    .start()
+    .await
+    .expect("environment");
 
     env.create_object(0, &trainjobs, json!({
         "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",

@@ -14,9 +14,7 @@ use baton_testbed::schema::{SchemaValidator, validate_crd};
 use serde_json::{Value, json};
 
 fn shared_dir() -> PathBuf {
-    let dir = std::env::var_os("BATON_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let dir = baton_e2e::harness::integrations::shared_dir();
     assert!(
         dir.join("kueue-crds").is_dir(),
         "upstream Kueue CRDs not found in {}; set BATON_SHARED_DIR to the shared/ directory",

@@ -4,6 +4,7 @@
 use baton_crds::constants::job::{
     MULTIKUEUE_MANAGED_BY, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::DynamicObject;
 use serde_json::Value;
 
@@ -18,7 +19,12 @@ pub fn queue_name(obj: &DynamicObject) -> Option<&str> {
 
 /// The prebuilt Workload the object binds to (label first, then annotation).
 pub fn prebuilt_workload_name(obj: &DynamicObject) -> Option<&str> {
-    let meta = &obj.metadata;
+    prebuilt_workload_name_in(&obj.metadata)
+}
+
+/// The prebuilt Workload named in an object's metadata, of any kind (label first, then
+/// annotation).
+pub fn prebuilt_workload_name_in(meta: &ObjectMeta) -> Option<&str> {
     meta.labels
         .as_ref()
         .and_then(|l| non_empty(l.get(PREBUILT_WORKLOAD_LABEL)))

@@ -42,11 +42,20 @@ fn error(kind: &Kind, obj: &DynamicObject, problem: ShapeError) -> ObjectError {
 
 /// The Workload name for `obj` of `kind`: deterministic in its name and uid.
 pub fn workload_name(kind: &Kind, obj: &DynamicObject) -> String {
+    workload_name_for(
+        kind,
+        obj.metadata.name.as_deref().unwrap_or(""),
+        obj.metadata.uid.as_deref().unwrap_or(""),
+    )
+}
+
+/// The Workload name for the object of `kind` named `name` with `uid`.
+pub fn workload_name_for(kind: &Kind, name: &str, uid: &str) -> String {
     let gvk = kind.gvk();
     name_for(
         &kind.workload_prefix(),
-        obj.metadata.name.as_deref().unwrap_or(""),
-        obj.metadata.uid.as_deref().unwrap_or(""),
+        name,
+        uid,
         &format!("{}/{}, Kind={}", gvk.group, gvk.version, gvk.kind),
     )
 }

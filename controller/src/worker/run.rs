@@ -1,14 +1,17 @@
 //! `baton worker`: leader election, watch caches, the admission loop
-//! ([`crate::admission::scheduler`]) over every ClusterQueue of the cluster, and the Job loop.
+//! ([`crate::admission::scheduler`]) over every ClusterQueue of the cluster, and the integration
+//! loops (`super::integrations::run`: batch/v1 Jobs, and the other kinds).
 //! The loop wakes on any cache change (or a periodic resync) and waits a short batch window
 //! so a burst of changes makes one cycle.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::events::{Events, Reporter};
 use kube::Client;
 use kube::api::Api;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 use super::{integrations, jobs};
 use crate::admission::scheduler::{Caches, LoopState, Role, Scope, Shell, Wakeups, cycle};
@@ -16,6 +19,7 @@ use crate::admission::status::Holding;
 use crate::config::Configuration;
 use crate::integrations::Kind;
 use crate::leader;
+use crate::metrics::Metrics;
 use crate::shutdown::Shutdown;
 use crate::watch::cache;
 
@@ -54,45 +58,14 @@ pub async fn run(client: Client, config: Configuration, namespace: &str) -> anyh
     caches.synced().await;
     ready.set_ready();
     tracing::info!("caches synced; scheduling");
-    // Independent of the scheduling loop: it only shares caches, and waits for its own.
-    // Jobs wake both loops: a JobSet's child Jobs tell when its pods are gone.
-    let job_cache = cache(
-        Api::all(client.clone()),
-        tee(jobs_wake.clone(), objects_wake.clone()),
+    let (mut job_loop, mut object_loop) = spawn_integration_loops(
+        &client,
+        &caches,
+        &kinds,
+        (jobs_wake, jobs_woken),
+        (objects_wake, objects_woken),
+        (&metrics, &shutdown),
     );
-    let mut job_loop = tokio::spawn(jobs::run::run(
-        client.clone(),
-        jobs::run::JobCaches {
-            jobs: job_cache.clone(),
-            workloads: caches.workloads.clone(),
-            flavors: caches.flavors.clone(),
-        },
-        jobs_wake,
-        jobs_woken,
-        metrics.clone(),
-        shutdown.clone(),
-    ));
-    let mut object_loop = tokio::spawn(integrations::run::run(
-        client.clone(),
-        integrations::run::ObjectCaches {
-            objects: kinds
-                .iter()
-                .map(|k| {
-                    (
-                        k.clone(),
-                        integrations::run::cache(&client, k, objects_wake.clone()),
-                    )
-                })
-                .collect(),
-            jobs: job_cache,
-            workloads: caches.workloads.clone(),
-            flavors: caches.flavors.clone(),
-        },
-        objects_wake.clone(),
-        objects_woken,
-        metrics.clone(),
-        shutdown.clone(),
-    ));
     let shell = Shell {
         recorder: recorder(&client, &metrics),
         client,
@@ -201,4 +174,58 @@ fn tee(a: mpsc::UnboundedSender<()>, b: mpsc::UnboundedSender<()>) -> mpsc::Unbo
         }
     });
     tx
+}
+
+type Wake = (mpsc::UnboundedSender<()>, mpsc::UnboundedReceiver<()>);
+
+/// The integration loops, one task each: batch/v1 Jobs, and the kinds `kinds` (their caches
+/// started here). Independent of the scheduling loop: they only share caches, and wait for
+/// their own. Jobs wake both loops: a JobSet's child Jobs tell when its pods are gone.
+fn spawn_integration_loops(
+    client: &Client,
+    caches: &Caches,
+    kinds: &[Kind],
+    (jobs_wake, jobs_woken): Wake,
+    (objects_wake, objects_woken): Wake,
+    (metrics, shutdown): (&Arc<Metrics>, &Shutdown),
+) -> (JoinHandle<()>, JoinHandle<()>) {
+    let job_cache = cache(
+        Api::all(client.clone()),
+        tee(jobs_wake.clone(), objects_wake.clone()),
+    );
+    let job_loop = tokio::spawn(integrations::run::run::<jobs::BatchJobs>(
+        client.clone(),
+        integrations::run::Caches {
+            objects: vec![(Kind::Job, job_cache.clone())],
+            children: None,
+            workloads: caches.workloads.clone(),
+            flavors: caches.flavors.clone(),
+        },
+        jobs_wake,
+        jobs_woken,
+        metrics.clone(),
+        shutdown.clone(),
+    ));
+    let object_loop = tokio::spawn(integrations::run::run::<integrations::shaped::Shaped>(
+        client.clone(),
+        integrations::run::Caches {
+            objects: kinds
+                .iter()
+                .map(|k| {
+                    (
+                        k.clone(),
+                        integrations::run::cache(client, k, objects_wake.clone()),
+                    )
+                })
+                .collect(),
+            children: Some(job_cache),
+            workloads: caches.workloads.clone(),
+            flavors: caches.flavors.clone(),
+        },
+        objects_wake.clone(),
+        objects_woken,
+        metrics.clone(),
+        shutdown.clone(),
+    ));
+    (job_loop, object_loop)
 }

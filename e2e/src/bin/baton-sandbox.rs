@@ -121,7 +121,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
                         &o.placed,
                         &scenario::preemptor(),
                         &o.workload,
-                        args.kind.resource(),
+                        guide::DemoObject {
+                            kind: &args.kind.api_resource().kind,
+                            resource: args.kind.resource(),
+                        },
                     ),
                     None => guide::try_it(&args.dir, args.workers),
                 };

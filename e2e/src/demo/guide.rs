@@ -24,17 +24,23 @@ pub fn try_it(dir: &Path, workers: usize) -> Vec<String> {
     out
 }
 
-/// After the demo: where to look at what just happened. `winner` is the worker the Job
-/// runs on; `job` its `namespace/name`; `workload` its Workload's name; `resource` the
-/// kind's `kubectl get` name (`jobs`, `jobsets`, …).
+/// The demo's object: its kind (`JobSet`) and that kind's `kubectl get` name (`jobsets`).
+pub struct DemoObject<'a> {
+    pub kind: &'a str,
+    pub resource: &'a str,
+}
+
+/// After the demo: where to look at what just happened. `winner` is the worker the demo's
+/// object runs on; `job` its `namespace/name`; `workload` its Workload's name.
 pub fn look_around(
     dir: &Path,
     workers: usize,
     winner: &str,
     job: &str,
     workload: &str,
-    resource: &str,
+    object: DemoObject<'_>,
 ) -> Vec<String> {
+    let DemoObject { kind, resource } = object;
     let d = dir.display();
     let (namespace, name) = job.split_once('/').unwrap_or(("default", job));
     let w = format!("kubectl --kubeconfig {d}/{winner}.kubeconfig");
@@ -42,7 +48,7 @@ pub fn look_around(
         "Look around (in another terminal):".to_string(),
         format!("  export KUBECONFIG={d}/manager.kubeconfig"),
         format!(
-            "  kubectl get {resource},kwl -n {namespace}                 # the Job (status mirrored from {winner}) and its Workload"
+            "  kubectl get {resource},kwl -n {namespace}                 # the {kind} (status mirrored from {winner}) and its Workload"
         ),
         format!(
             "  kubectl describe kwl -n {namespace} {workload}   # the manager's events: gate opened, admitted, replicas removed"
@@ -84,12 +90,16 @@ mod tests {
             "worker-2",
             "demo/train-llm",
             "job-train-llm-1a2b3",
-            "jobs",
+            DemoObject {
+                kind: "Job",
+                resource: "jobs",
+            },
         )
         .join("\n");
         for expected in [
             "export KUBECONFIG=/tmp/d/manager.kubeconfig",
             "kubectl get jobs,kwl -n demo ",
+            "# the Job (status mirrored from worker-2)",
             "kubectl describe kwl -n demo job-train-llm-1a2b3",
             "kubectl --kubeconfig /tmp/d/worker-2.kubeconfig get jobs,pods,kwl -n demo",
             "the copy of train-llm",
@@ -99,6 +109,28 @@ mod tests {
         ] {
             assert!(text.contains(expected), "{expected:?} in\n{text}");
         }
+    }
+
+    #[test]
+    fn look_around_names_the_demos_kind() {
+        let text = look_around(
+            Path::new("/tmp/d"),
+            3,
+            "worker-1",
+            "demo/train-llm",
+            "jobset-train-llm-1a2b3",
+            DemoObject {
+                kind: "JobSet",
+                resource: "jobsets",
+            },
+        )
+        .join("\n");
+        assert!(text.contains("kubectl get jobsets,kwl -n demo"), "{text}");
+        assert!(
+            text.contains("# the JobSet (status mirrored from worker-1)"),
+            "{text}"
+        );
+        assert!(!text.contains("the Job "), "{text}");
     }
 
     #[test]

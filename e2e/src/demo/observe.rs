@@ -80,6 +80,8 @@ fn key(cluster: &str, name: &str) -> Key {
 pub struct Observer {
     /// The high-priority Job's name.
     job: String,
+    /// Its kind (`Job`, `JobSet`, …), for what the scenario waits for.
+    kind: String,
     /// Its pods: the copy runs when this many are active.
     pods: i32,
     /// Its Workload's name (on the manager and as replicas), once known.
@@ -100,6 +102,7 @@ impl Observer {
     pub fn new(job: &str, pods: i32) -> Self {
         Observer {
             job: job.to_string(),
+            kind: "Job".to_string(),
             pods,
             workload: None,
             owner_uid: None,
@@ -111,6 +114,12 @@ impl Observer {
             running: None,
             manager_follows: false,
         }
+    }
+
+    /// The high-priority object is of `kind` (`JobSet`), not a Job.
+    pub fn of_kind(mut self, kind: &str) -> Self {
+        self.kind = kind.to_string();
+        self
     }
 
     /// Names the Job's Workload (known once the Job exists: its name hashes the Job's uid).
@@ -357,12 +366,12 @@ impl Observer {
                     out.push(format!("replicas to go from {}", others.join(", ")));
                 }
                 if self.running.as_deref() != Some(on) {
-                    out.push(format!("the Job's pods to run on {on}"));
+                    out.push(format!("the {}'s pods to run on {on}", self.kind));
                 }
             }
         }
         if !self.manager_follows {
-            out.push("the manager Job to show the pods".to_string());
+            out.push(format!("the manager {} to show the pods", self.kind));
         }
         out
     }

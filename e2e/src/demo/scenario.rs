@@ -306,7 +306,7 @@ async fn play_with(
     console.line(&console.paint(Tone::Bold, &mode_line(orchestrated, kind)));
     fill_workers(sandbox, shape, kind, console).await?;
     let pods = i32::try_from(PREEMPTOR_PODS).unwrap_or(i32::MAX);
-    let mut observer = Observer::new(PREEMPTOR, pods);
+    let mut observer = Observer::new(PREEMPTOR, pods).of_kind(&kind.api_resource().kind);
     let (_watches, mut rx) = watch_everything(sandbox, kind, &mut observer).await?;
 
     let name = preemptor();
@@ -368,7 +368,7 @@ async fn play_with(
         if settled_at.is_none() && t0.elapsed() > RUN_DEADLINE {
             print(timeline.finish());
             anyhow::bail!(
-                "Job {name} did not run within {RUN_DEADLINE:?}: waiting for {}; see the controller logs",
+                "{kind_name} {name} did not run within {RUN_DEADLINE:?}: waiting for {}; see the controller logs",
                 observer.waiting_for().join(", ")
             );
         }

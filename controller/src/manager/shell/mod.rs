@@ -1,5 +1,6 @@
 //! The manager's I/O layer (see the parent module).
 
+pub mod adapter;
 pub mod admission_loop;
 pub mod classes;
 pub mod context;

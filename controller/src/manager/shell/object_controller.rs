@@ -1,43 +1,36 @@
-//! The manager's reconciler for every dispatched kind but batch/v1 Job (the shell of
-//! [`job_adapter::decide`] with [`KindObject`]s): read the manager object, its Workload, the
-//! winner's replica and the object's copies on the workers from the caches, decide, and
-//! carry the plan out. One runs per kind, beside the Job reconciler, with the same
+//! The manager's adapter for every dispatched kind but batch/v1 Job, whose objects are
+//! dynamic ([`KindObject`]s): these kinds through the one reconciler of dispatched objects
+//! ([`adapter::reconcile`]). One runs per kind, beside the Job reconciler, with the same
 //! [`Context`].
 //!
-//! A built-in kind's manager Workload is created here from the object (a TrainJob's from its
-//! training runtime, read when the Workload is made); an external kind's comes from its own
-//! Kueue integration, and the object waits for it.
+//! A built-in kind's manager Workload is made from the object (a TrainJob's from its training
+//! runtime, read when the Workload is made); an external kind's comes from its own Kueue
+//! integration, and the object waits for it.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use baton_crds::Workload;
-use baton_crds::constants::job::PRIORITY_CLASS_LABEL;
-use baton_crds::priority::PriorityClasses;
 use futures::FutureExt;
-use kube::api::{
-    Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
-};
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::{Api, DeleteParams, Preconditions, PropagationPolicy};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
-use kube::{Resource, ResourceExt};
+use kube::{Client, Resource, ResourceExt};
 use serde_json::Value;
 
 use crate::integrations::Kind;
 use crate::integrations::workload::{controlling_owner, workload_for, workload_name};
-use crate::manager::plan::job_adapter::{self, Observation, Plan, SuspendChange};
 use crate::manager::plan::remote_object::{KindObject, build_remote_object, is_copy_of};
+use crate::manager::shell::adapter::{self, Adapter, CopyOnWorker, NewWorkload};
 use crate::manager::shell::context::{Context, ReconcileError};
-use crate::manager::shell::workers::{Connected, WorkerState};
-use crate::metrics::ErrorLabel;
+use crate::manager::shell::workers::Connected;
 
-const AFTER_CONFLICT: Duration = Duration::from_millis(50);
-const WHILE_CACHE_FILLS: Duration = Duration::from_secs(1);
 /// An external kind's Workload is its own integration's to make: look again for it.
 const WAITING_FOR_WORKLOAD: Duration = Duration::from_secs(2);
+/// An object that cannot have a Workload yet (a TrainJob may wait for its runtime).
+const INVALID_RETRY: Duration = Duration::from_secs(30);
 
 /// The reconciler's context: the manager's, and the kind it runs for.
 pub struct KindContext {
@@ -45,64 +38,109 @@ pub struct KindContext {
     pub kind: Kind,
 }
 
+/// The adapter of one dynamic kind.
+pub struct KindAdapter<'a>(pub &'a Kind);
+
 /// Reconciles one manager object of `kctx.kind`.
 pub async fn reconcile(
     obj: Arc<DynamicObject>,
     kctx: Arc<KindContext>,
 ) -> Result<Action, ReconcileError> {
-    let (ctx, kind) = (&kctx.ctx, &kctx.kind);
-    let manager = KindObject::new(kind, (*obj).clone());
-    if !job_adapter::Dispatched::is_multikueue(&manager) {
-        return Ok(Action::await_change());
+    adapter::reconcile(obj, &kctx.ctx, &KindAdapter(&kctx.kind)).await
+}
+
+impl Adapter for KindAdapter<'_> {
+    type Object = DynamicObject;
+    type Seen = KindObject;
+    const COPY_CREATED: &'static str = "CopyCreated";
+    const COPY_DELETED: &'static str = "CopyDeleted";
+
+    fn kind(&self) -> &Kind {
+        self.0
     }
-    ctx.stores.synced().await;
-    let namespace = obj.namespace().unwrap_or_default();
-    let uid = obj.metadata.uid.clone().unwrap_or_default();
-    let workload = find_workload(ctx, kind, &obj, &namespace, &uid);
-    let workload_name = workload
-        .as_ref()
-        .map_or_else(|| workload_name(kind, &obj), |w| w.name_any());
-    let winner = workload
-        .as_ref()
-        .and_then(|wl| wl.status.as_ref())
-        .and_then(|s| s.cluster_name.clone());
-    let mut copies = BTreeMap::new();
-    let mut winner_replica = None;
-    let mut winner_known = false;
-    for (cluster, worker) in ctx.pool.connected() {
-        let Some(store) = worker.objects.get(kind) else {
-            continue;
+
+    fn api(&self, client: Client, namespace: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(client, namespace, &self.0.api_resource())
+    }
+
+    fn event_ref(&self, obj: &DynamicObject) -> ObjectReference {
+        obj.object_ref(&self.0.api_resource())
+    }
+
+    fn seen(&self, obj: &DynamicObject) -> KindObject {
+        KindObject::new(self.0, obj.clone())
+    }
+
+    fn find_workload(&self, ctx: &Context, obj: &DynamicObject) -> (String, Option<Arc<Workload>>) {
+        let namespace = obj.namespace().unwrap_or_default();
+        let uid = obj.metadata.uid.clone().unwrap_or_default();
+        let found = find_workload(ctx, self.0, obj, &namespace, &uid);
+        let name = found
+            .as_ref()
+            .map_or_else(|| workload_name(self.0, obj), |w| w.name_any());
+        (name, found)
+    }
+
+    fn copy_on(
+        &self,
+        worker: &Connected,
+        obj: &DynamicObject,
+        workload: &str,
+        origin: &str,
+    ) -> Option<CopyOnWorker<KindObject>> {
+        let store = worker.objects.get(self.0)?;
+        let key = ObjectRef::new_with(&obj.name_any(), self.0.api_resource())
+            .within(&obj.namespace().unwrap_or_default());
+        Some(CopyOnWorker {
+            copy: store
+                .get(&key)
+                .filter(|c| is_copy_of(c, workload, origin))
+                .map(|copy| KindObject::new(self.0, (*copy).clone())),
+            known: store.wait_until_ready().now_or_never().is_some(),
+        })
+    }
+
+    fn build_copy(&self, obj: &DynamicObject, workload: &str, origin: &str) -> DynamicObject {
+        build_remote_object(self.0, obj, workload, origin)
+    }
+
+    async fn delete_copy(&self, worker: &Connected, copy: &KindObject) -> Result<(), kube::Error> {
+        delete_copy(worker, self.0, &copy.object).await
+    }
+
+    fn with_status(&self, obj: &DynamicObject, status: &Value) -> Option<DynamicObject> {
+        let mut replaced = obj.clone();
+        let fields = replaced.data.as_object_mut()?;
+        if status.is_null() {
+            fields.remove("status");
+        } else {
+            fields.insert("status".into(), status.clone());
+        }
+        Some(replaced)
+    }
+
+    /// A built-in kind's, from the object (and its runtime, when its shape names one); an
+    /// external kind's is waited for.
+    async fn new_workload(
+        &self,
+        ctx: &Context,
+        obj: &DynamicObject,
+    ) -> Result<NewWorkload, ReconcileError> {
+        let Some(shape) = self.0.shape() else {
+            return Ok(NewWorkload::NotOurs(WAITING_FOR_WORKLOAD));
         };
-        if let Some(copy) = store
-            .get(&ObjectRef::new_with(&obj.name_any(), kind.api_resource()).within(&namespace))
-            .filter(|c| is_copy_of(c, &workload_name, &ctx.config.origin))
-        {
-            copies.insert(cluster.clone(), KindObject::new(kind, (*copy).clone()));
-        }
-        if winner.as_deref() == Some(cluster.as_str()) {
-            winner_replica = worker.replicas.get(&namespace, &workload_name);
-            winner_known = store.wait_until_ready().now_or_never().is_some();
-        }
+        let runtime = match shape.runtime(&obj.data, &obj.namespace().unwrap_or_default()) {
+            Some(r) => read_runtime(ctx, &r).await?,
+            None => None,
+        };
+        Ok(match workload_for(self.0, obj, runtime.as_ref()) {
+            Ok(wl) => NewWorkload::Made(Box::new(wl)),
+            Err(problem) => NewWorkload::Invalid {
+                problem: problem.to_string(),
+                retry: Some(INVALID_RETRY),
+            },
+        })
     }
-    let label_class_value = obj
-        .labels()
-        .get(PRIORITY_CLASS_LABEL)
-        .and_then(|name| ctx.classes.workload_priority_class(name));
-    let plan = job_adapter::decide(&Observation {
-        job: &manager,
-        workload: workload.as_deref(),
-        winner_replica: winner_replica.as_ref(),
-        copies: &copies,
-        winner_jobs_known: winner_known,
-        label_class_value,
-    });
-    let soon = plan.look_again_soon;
-    let action = execute(&kctx, &obj, &workload_name, &copies, plan).await?;
-    Ok(if soon {
-        Action::requeue(WHILE_CACHE_FILLS)
-    } else {
-        action
-    })
 }
 
 /// The object's manager Workload: the one it controls, by owner uid (an external kind's
@@ -126,227 +164,6 @@ fn find_workload(
                     && controlling_owner(kind, wl).is_some_and(|o| o.uid == uid)
             })
         })
-}
-
-async fn execute(
-    kctx: &KindContext,
-    obj: &DynamicObject,
-    workload_name: &str,
-    copies: &BTreeMap<String, KindObject>,
-    plan: Plan<Value>,
-) -> Result<Action, ReconcileError> {
-    let (ctx, kind) = (&kctx.ctx, &kctx.kind);
-    if plan.create_workload {
-        return create_workload(kctx, obj).await;
-    }
-    for deletion in &plan.delete_copies {
-        let (Some(copy), WorkerState::Active(worker)) = (
-            copies.get(&deletion.cluster),
-            ctx.pool.state(&deletion.cluster),
-        ) else {
-            continue;
-        };
-        match delete_copy(&worker, kind, &copy.object).await {
-            Ok(()) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 => {
-                return Ok(Action::requeue(AFTER_CONFLICT));
-            }
-            Err(source) => {
-                return Err(ReconcileError::Api {
-                    action: "delete copy",
-                    cluster: deletion.cluster.clone(),
-                    source,
-                });
-            }
-        }
-        tracing::info!(%kind, object = %obj.name_any(), cluster = %deletion.cluster, reason = %deletion.reason, "copy deleted");
-        publish(
-            kctx,
-            obj,
-            EventType::Normal,
-            "CopyDeleted",
-            format!(
-                "deleted the copy on {}: {}",
-                deletion.cluster, deletion.reason
-            ),
-        );
-    }
-    if let Some(cluster) = &plan.create_copy
-        && let WorkerState::Active(worker) = ctx.pool.state(cluster)
-    {
-        let copy = build_remote_object(kind, obj, workload_name, &ctx.config.origin);
-        let api: Api<DynamicObject> = Api::namespaced_with(
-            worker.client.clone(),
-            &obj.namespace().unwrap_or_default(),
-            &kind.api_resource(),
-        );
-        match api.create(&PostParams::default(), &copy).await {
-            Ok(_) => {
-                tracing::info!(%kind, object = %obj.name_any(), %cluster, "copy created");
-                publish(
-                    kctx,
-                    obj,
-                    EventType::Normal,
-                    "CopyCreated",
-                    format!(
-                        "created the {} on {cluster}, where its workload was admitted",
-                        kind.gvk().kind
-                    ),
-                );
-            }
-            Err(kube::Error::Api(e)) if e.code == 409 => {
-                return Ok(Action::requeue(AFTER_CONFLICT));
-            }
-            Err(source) => {
-                return Err(ReconcileError::Api {
-                    action: "create copy",
-                    cluster: cluster.clone(),
-                    source,
-                });
-            }
-        }
-    }
-    let mut current = std::borrow::Cow::Borrowed(obj);
-    if let Some(change) = &plan.suspend {
-        match set_suspend(kctx, &current, change).await? {
-            Some(patched) => current = std::borrow::Cow::Owned(patched),
-            None => return Ok(Action::requeue(AFTER_CONFLICT)),
-        }
-    }
-    if let Some(status) = &plan.status {
-        return write_status(kctx, &current, status).await;
-    }
-    Ok(Action::await_change())
-}
-
-fn api(kctx: &KindContext, obj: &DynamicObject) -> Api<DynamicObject> {
-    Api::namespaced_with(
-        kctx.ctx.client.clone(),
-        &obj.namespace().unwrap_or_default(),
-        &kctx.kind.api_resource(),
-    )
-}
-
-async fn set_suspend(
-    kctx: &KindContext,
-    obj: &DynamicObject,
-    change: &SuspendChange,
-) -> Result<Option<DynamicObject>, ReconcileError> {
-    let patch = serde_json::json!({
-        "metadata": {"resourceVersion": obj.resource_version()},
-        "spec": {"suspend": change.suspend()},
-    });
-    match api(kctx, obj)
-        .patch(
-            &obj.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-    {
-        Ok(patched) => {
-            let (reason, message) = change.event();
-            publish(kctx, obj, EventType::Normal, reason, message);
-            Ok(Some(patched))
-        }
-        Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => Ok(None),
-        Err(source) => Err(ReconcileError::Api {
-            action: "suspend or unsuspend manager object",
-            cluster: "manager".into(),
-            source,
-        }),
-    }
-}
-
-/// Mirrors the copy's status onto the manager object: the whole status, replaced (guarded by
-/// the resourceVersion it was computed from).
-async fn write_status(
-    kctx: &KindContext,
-    obj: &DynamicObject,
-    status: &Value,
-) -> Result<Action, ReconcileError> {
-    let mut replaced = obj.clone();
-    match replaced.data.as_object_mut() {
-        Some(fields) if status.is_null() => {
-            fields.remove("status");
-        }
-        Some(fields) => {
-            fields.insert("status".into(), status.clone());
-        }
-        None => return Ok(Action::await_change()),
-    }
-    match api(kctx, obj)
-        .replace_status(&obj.name_any(), &PostParams::default(), &replaced)
-        .await
-    {
-        Ok(_) => Ok(Action::await_change()),
-        Err(kube::Error::Api(e)) if e.code == 409 => Ok(Action::requeue(AFTER_CONFLICT)),
-        Err(source) => Err(ReconcileError::Api {
-            action: "write status",
-            cluster: "manager".into(),
-            source,
-        }),
-    }
-}
-
-/// Creates a built-in kind's manager Workload (with its priority resolved on the manager);
-/// an external kind's is waited for.
-async fn create_workload(
-    kctx: &KindContext,
-    obj: &DynamicObject,
-) -> Result<Action, ReconcileError> {
-    let (ctx, kind) = (&kctx.ctx, &kctx.kind);
-    let Some(shape) = kind.shape() else {
-        return Ok(Action::requeue(WAITING_FOR_WORKLOAD));
-    };
-    let namespace = obj.namespace().unwrap_or_default();
-    let runtime = match shape.runtime(&obj.data, &namespace) {
-        Some(r) => read_runtime(ctx, &r).await?,
-        None => None,
-    };
-    let workload = match workload_for(kind, obj, runtime.as_ref()) {
-        Ok(mut wl) => {
-            wl.spec.priority = ctx.classes.priority_of(&wl.spec);
-            wl
-        }
-        Err(problem) => {
-            tracing::warn!(%kind, object = %obj.name_any(), "{problem}");
-            ctx.metrics
-                .reconcile_errors
-                .get_or_create(&ErrorLabel {
-                    reason: "InvalidJob".into(),
-                })
-                .inc();
-            publish(
-                kctx,
-                obj,
-                EventType::Warning,
-                "InvalidJob",
-                problem.to_string(),
-            );
-            // A TrainJob may wait for its runtime: look again later.
-            return Ok(Action::requeue(Duration::from_secs(30)));
-        }
-    };
-    let api: Api<Workload> = Api::namespaced(ctx.client.clone(), &namespace);
-    match api.create(&PostParams::default(), &workload).await {
-        Ok(created) => {
-            publish(
-                kctx,
-                obj,
-                EventType::Normal,
-                "CreatedWorkload",
-                format!("Created Workload: {namespace}/{}", created.name_any()),
-            );
-            Ok(Action::await_change())
-        }
-        Err(kube::Error::Api(e)) if e.code == 409 => Ok(Action::requeue(AFTER_CONFLICT)),
-        Err(source) => Err(ReconcileError::Api {
-            action: "create workload",
-            cluster: "manager".into(),
-            source,
-        }),
-    }
 }
 
 /// The runtime an object names, `None` when it does not exist.
@@ -427,17 +244,4 @@ pub fn object_copies(
         }
     }
     out
-}
-
-fn publish(kctx: &KindContext, obj: &DynamicObject, type_: EventType, reason: &str, note: String) {
-    let event = Event {
-        type_,
-        reason: reason.to_string(),
-        note: Some(note),
-        action: reason.to_string(),
-        secondary: None,
-    };
-    kctx.ctx
-        .recorder
-        .publish(event, obj.object_ref(&kctx.kind.api_resource()));
 }

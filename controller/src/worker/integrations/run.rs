@@ -1,46 +1,59 @@
-//! The loop of the worker's integrations for dynamic kinds: its own task, woken by changes
-//! of their objects, Workloads and ResourceFlavors. Each pass plans every object of every
-//! kind and sends the writes, each guarded by the resourceVersion it was computed from; a
-//! conflict is planned again on a later pass.
+//! The worker's integration loop, one for every kind (an [`Integration`] says what differs):
+//! its own task, woken by changes to its objects, Workloads and ResourceFlavors (the last two
+//! shared with the scheduling loop's caches), batched like the scheduler. Each pass builds
+//! the views, plans every object, and sends the writes, each guarded by the resourceVersion
+//! (or uid) it was computed from; a conflict is simply planned again on a later pass.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::hash::Hash;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use baton_crds::{ResourceFlavor, Workload};
-use chrono::Utc;
+use baton_crds::{ResourceFlavor, Workload, WorkloadKey};
+use chrono::{DateTime, Utc};
 use futures::StreamExt;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::DynamicObject;
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
 
-use super::plan::{ObjectPlan, ObjectWrite, plan};
-use super::view::{busy_owners, views};
+use super::Integration;
+use super::plan::{JobEvent, Plan, Write};
+use super::view::{Binding, View, busy_owners, orphans, views};
 use crate::events::{Event, Events, Reporter};
 use crate::integrations::Kind;
 use crate::jobs::template::FlavorPlacement;
 use crate::metrics::{ErrorLabel, Metrics};
 use crate::shutdown::Shutdown;
-use crate::worker::jobs::plan::JobEvent;
 
+/// Wait after a change for more changes to batch into one pass.
 const BATCH_WINDOW: Duration = Duration::from_millis(5);
+/// A full pass this often (orphan grace, anything a lost wake-up missed).
 const RESYNC: Duration = Duration::from_secs(10);
-const RETRY: Duration = Duration::from_millis(500);
+/// A conflict is planned again after this (the newer object is on its way to the cache).
+const RETRY_AFTER_CONFLICT: Duration = Duration::from_millis(200);
+/// Other failed writes are tried again after this.
+const RETRY_AFTER_ERROR: Duration = Duration::from_secs(2);
+const WRITE_CONCURRENCY: usize = 16;
+/// How long the cache may lag a write before the object is planned again anyway.
+const STALE_FOR: Duration = Duration::from_secs(5);
 
 /// The caches the loop reads.
-pub struct ObjectCaches {
-    pub objects: Vec<(Kind, Store<DynamicObject>)>,
-    /// batch/v1 Jobs (a JobSet's children): their pods hold the JobSet's quota.
-    pub jobs: Store<k8s_openapi::api::batch::v1::Job>,
+pub struct Caches<O: Resource<DynamicType: Hash + Eq + Clone> + Clone + 'static> {
+    /// The objects, one cache per kind.
+    pub objects: Vec<(Kind, Store<O>)>,
+    /// batch/v1 Jobs whose pods hold their owner's quota (a JobSet's children), if any.
+    pub children: Option<Store<Job>>,
     pub workloads: Store<Workload>,
     pub flavors: Store<ResourceFlavor>,
 }
 
-/// A cache of `kind`'s objects; its changes tick `wake`. A kind the worker may not read is
-/// retried with the watcher's backoff (the rest run on).
+/// A cache of `kind`'s dynamic objects; its changes tick `wake`. A kind the worker may not
+/// read is retried with the watcher's backoff (the rest run on).
 pub fn cache(
     client: &Client,
     kind: &Kind,
@@ -70,10 +83,39 @@ pub fn cache(
     reader
 }
 
-/// Runs the loop until `shutdown`.
-pub async fn run(
+struct Shell<I: Integration> {
     client: Client,
-    caches: ObjectCaches,
+    recorder: Events,
+    metrics: Arc<Metrics>,
+    caches: Caches<I::Object>,
+    wake: mpsc::UnboundedSender<()>,
+}
+
+/// What the loop remembers between passes.
+#[derive(Default)]
+struct LoopState {
+    /// Objects written, by kind and key, with the resourceVersion the write replaced
+    /// (`None`: created), and when. While the cache still shows that version the object is
+    /// not planned again, for at most [`STALE_FOR`] (a write that changed nothing leaves
+    /// the version as it was).
+    written: HashMap<Target, (Option<String>, Instant)>,
+    /// Problems already published (object uid, reason, message): each goes out once.
+    reported: HashSet<(String, &'static str, String)>,
+}
+
+/// A write, its kind, the object it is for (events go on it) and the event once it lands.
+struct Step<O> {
+    kind: Kind,
+    object: Option<Arc<O>>,
+    write: Write<O>,
+    event: Option<JobEvent>,
+}
+
+/// Runs the loop of integration `I` until `shutdown`, once its caches are synced. `woken`
+/// ticks on changes to the caches.
+pub async fn run<I: Integration>(
+    client: Client,
+    caches: Caches<I::Object>,
     wake: mpsc::UnboundedSender<()>,
     mut woken: mpsc::UnboundedReceiver<()>,
     metrics: Arc<Metrics>,
@@ -82,9 +124,16 @@ pub async fn run(
     if caches.objects.is_empty() {
         return;
     }
-    for (_, store) in &caches.objects {
-        let _ = store.wait_until_ready().await;
+    let stop = shutdown.requested();
+    tokio::pin!(stop);
+    // A kind is optional: without permission to list it the scheduler runs on, and the
+    // watch logs why this loop never starts.
+    tokio::select! {
+        _ = all_synced(&caches.objects) => {}
+        _ = &mut stop => return,
     }
+    let kinds: Vec<String> = caches.objects.iter().map(|(k, _)| k.to_string()).collect();
+    tracing::info!(kinds = %kinds.join(","), "caches synced; reconciling");
     let recorder = Events::start(
         client.clone(),
         Reporter {
@@ -93,9 +142,14 @@ pub async fn run(
         },
         metrics.events_dropped.clone(),
     );
-    let stop = shutdown.requested();
-    tokio::pin!(stop);
-    let mut reported = HashSet::new();
+    let shell = Shell::<I> {
+        client,
+        recorder,
+        metrics,
+        caches,
+        wake,
+    };
+    let mut state = LoopState::default();
     let mut resync = tokio::time::interval(RESYNC);
     loop {
         tokio::select! {
@@ -105,89 +159,282 @@ pub async fn run(
         }
         tokio::time::sleep(BATCH_WINDOW).await;
         while woken.try_recv().is_ok() {}
-        pass(&client, &caches, &recorder, &metrics, &wake, &mut reported).await;
+        pass(&shell, &mut state).await;
     }
 }
 
-/// A problem reported once: object uid, reason, message.
-type Reported = HashSet<(String, &'static str, String)>;
+async fn all_synced<O>(stores: &[(Kind, Store<O>)])
+where
+    O: Resource + Clone + 'static,
+    O::DynamicType: Hash + Eq + Clone,
+{
+    for (_, store) in stores {
+        while let Err(_elapsed) =
+            tokio::time::timeout(Duration::from_millis(200), store.wait_until_ready()).await
+        {
+        }
+    }
+}
 
-async fn pass(
-    client: &Client,
-    caches: &ObjectCaches,
-    recorder: &Events,
-    metrics: &Metrics,
-    wake: &mpsc::UnboundedSender<()>,
-    reported: &mut Reported,
-) {
-    let now = Utc::now();
-    let workloads = caches.workloads.state();
-    let flavors: HashMap<String, FlavorPlacement> = caches
+/// An object's kind, namespace and name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct ObjectKey {
+    kind: Kind,
+    namespace: String,
+    name: String,
+}
+
+impl ObjectKey {
+    fn of<O: Resource>(kind: &Kind, obj: &O) -> Self {
+        ObjectKey {
+            kind: kind.clone(),
+            namespace: obj.namespace().unwrap_or_default(),
+            name: obj.name_any(),
+        }
+    }
+}
+
+/// An object the loop writes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Target {
+    Object(ObjectKey),
+    Workload(WorkloadKey),
+}
+
+/// `Kind/namespace/name`, for logs.
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Object(k) => write!(f, "{}/{}/{}", k.kind.gvk().kind, k.namespace, k.name),
+            Target::Workload(key) => write!(f, "Workload/{key}"),
+        }
+    }
+}
+
+/// The loop's picture of the cluster for one pass.
+struct Snapshot<O> {
+    objects: Vec<(Kind, Vec<Arc<O>>)>,
+    workloads: Vec<Arc<Workload>>,
+    flavors: HashMap<String, FlavorPlacement>,
+    /// Owners whose child Jobs' pods still run.
+    busy: HashSet<String>,
+}
+
+fn snapshot<I: Integration>(caches: &Caches<I::Object>) -> Snapshot<I::Object> {
+    let objects: Vec<(Kind, Vec<Arc<I::Object>>)> = caches
+        .objects
+        .iter()
+        .map(|(kind, store)| (kind.clone(), store.state()))
+        .collect();
+    let mut busy = caches
+        .children
+        .as_ref()
+        .map(|jobs| busy_owners(&jobs.state()))
+        .unwrap_or_default();
+    // One level up: a TrainJob's JobSet is busy while its Jobs are.
+    if !busy.is_empty() {
+        let up: Vec<String> = objects
+            .iter()
+            .flat_map(|(_, all)| all.iter())
+            .filter(|o| o.meta().uid.as_ref().is_some_and(|u| busy.contains(u)))
+            .flat_map(|o| o.owner_references().iter())
+            .filter(|o| o.controller == Some(true))
+            .map(|o| o.uid.clone())
+            .collect();
+        busy.extend(up);
+    }
+    let flavors = caches
         .flavors
         .state()
         .iter()
         .map(|f| (f.name_any(), FlavorPlacement::from(f.as_ref())))
         .collect();
-    let mut busy = busy_owners(&caches.jobs.state());
-    // One level up: a TrainJob's JobSet is busy while its Jobs are.
-    for (_, store) in &caches.objects {
-        for obj in store.state() {
-            if obj.metadata.uid.as_ref().is_some_and(|u| busy.contains(u)) {
-                let owners = obj
-                    .owner_references()
-                    .iter()
-                    .filter(|o| o.controller == Some(true));
-                busy.extend(owners.map(|o| o.uid.clone()).collect::<Vec<_>>());
-            }
-        }
+    Snapshot {
+        objects,
+        workloads: caches.workloads.state(),
+        flavors,
+        busy,
     }
+}
+
+async fn pass<I: Integration>(shell: &Shell<I>, state: &mut LoopState) {
+    let now = Utc::now();
+    let snap = snapshot::<I>(&shell.caches);
     let mut steps = Vec::new();
-    for (kind, store) in &caches.objects {
-        let objects = store.state();
-        for view in views(kind, &objects, &workloads, &flavors, &busy) {
-            let ObjectPlan { write, event } = plan(&view, now);
-            match (write, event) {
-                (Some(w), ev) => steps.push((kind.clone(), view.object.clone(), w, ev)),
-                (None, Some(ev)) => {
-                    let id = (
-                        view.object.metadata.uid.clone().unwrap_or_default(),
-                        ev.reason,
-                        ev.message.clone(),
-                    );
-                    if reported.insert(id) {
-                        tracing::warn!(%kind, object = %view.object.name_any(), reason = ev.reason, "{}", ev.message);
-                        publish(recorder, kind, view.object, ev);
-                    }
-                }
-                (None, None) => {}
+    let mut problems = Vec::new();
+    let mut still_stale = HashSet::new();
+    for (kind, objects) in &snap.objects {
+        let views = views::<I>(kind, objects, &snap.workloads, &snap.flavors, &snap.busy);
+        plan_objects::<I>(
+            state,
+            &mut still_stale,
+            views,
+            now,
+            &mut steps,
+            &mut problems,
+        );
+        if I::REMOVES_ORPHANS {
+            for wl in orphans(kind, objects, &snap.workloads, now) {
+                steps.push(Step {
+                    kind: kind.clone(),
+                    object: None,
+                    write: Write::DeleteWorkload(Box::new((*wl).clone())),
+                    event: None,
+                });
             }
         }
     }
-    let results = futures::stream::iter(steps.into_iter().map(|(kind, obj, w, ev)| async move {
-        let result = send(client, &kind, &w).await;
-        if result.is_ok()
-            && let Some(ev) = ev
-        {
-            publish(recorder, &kind, &obj, ev);
+    state.written.retain(|k, _| still_stale.contains(k));
+    let present: HashSet<&str> = snap
+        .objects
+        .iter()
+        .flat_map(|(_, all)| all.iter())
+        .filter_map(|o| o.meta().uid.as_deref())
+        .collect();
+    state
+        .reported
+        .retain(|(uid, _, _)| present.contains(uid.as_str()));
+    report_problems(shell, state, problems);
+    execute(shell, state, steps).await;
+}
+
+/// A problem to report (an event that comes with no write): the object's kind, the object.
+type Problem<O> = (Kind, Arc<O>, JobEvent);
+
+/// Plans every object of one kind, skipping those whose object or Workload the cache still
+/// shows as it was before our last write to it (for at most [`STALE_FOR`]); the keys still
+/// stale go into `still_stale`. Adds the writes to `steps`, the problems to `problems`.
+fn plan_objects<I: Integration>(
+    state: &LoopState,
+    still_stale: &mut HashSet<Target>,
+    views: Vec<View<'_, I::Object>>,
+    now: DateTime<Utc>,
+    steps: &mut Vec<Step<I::Object>>,
+    problems: &mut Vec<Problem<I::Object>>,
+) {
+    let mut is_stale = |k: Target, version: Option<String>| {
+        let stale = state
+            .written
+            .get(&k)
+            .is_some_and(|(v, at)| *v == version && at.elapsed() < STALE_FOR);
+        if stale {
+            still_stale.insert(k);
         }
-        (kind, obj, result)
-    }))
-    .buffer_unordered(16)
-    .collect::<Vec<_>>()
-    .await;
-    for (kind, obj, result) in results {
+        stale
+    };
+    for view in views {
+        let object = view.object;
+        let key = Target::Object(ObjectKey::of(view.kind, object.as_ref()));
+        if is_stale(key, object.resource_version()) {
+            continue;
+        }
+        let (bound, version) = bound_workload(&view);
+        if is_stale(Target::Workload(bound), version) {
+            continue;
+        }
+        let Plan { write, event } = I::plan(&view, now);
+        match (write, event) {
+            (Some(write), event) => steps.push(Step {
+                kind: view.kind.clone(),
+                object: Some(object.clone()),
+                write,
+                event,
+            }),
+            (None, Some(event)) => problems.push((view.kind.clone(), object.clone(), event)),
+            (None, None) => {}
+        }
+    }
+}
+
+/// The Workload an object is bound to, or is to be: its key, and its resourceVersion when it
+/// exists.
+fn bound_workload<O: Resource>(view: &View<'_, O>) -> (WorkloadKey, Option<String>) {
+    let namespace = view.object.namespace().unwrap_or_default();
+    match view.binding {
+        Binding::Bound(w) | Binding::PrebuiltUnowned(w) | Binding::PrebuiltTaken(w) => {
+            (WorkloadKey::of(w), w.resource_version())
+        }
+        Binding::Unbound => {
+            let meta = view.object.meta();
+            let name = crate::integrations::workload::workload_name_for(
+                view.kind,
+                meta.name.as_deref().unwrap_or(""),
+                meta.uid.as_deref().unwrap_or(""),
+            );
+            (WorkloadKey::new(&namespace, &name), None)
+        }
+        Binding::PrebuiltMissing(name) => (WorkloadKey::new(&namespace, name), None),
+    }
+}
+
+/// Publishes each problem once per object, reason and message, with a warning in the log.
+fn report_problems<I: Integration>(
+    shell: &Shell<I>,
+    state: &mut LoopState,
+    problems: Vec<Problem<I::Object>>,
+) {
+    for (kind, object, event) in problems {
+        let id = (
+            object.meta().uid.clone().unwrap_or_default(),
+            event.reason,
+            event.message.clone(),
+        );
+        if state.reported.insert(id) {
+            let what = Target::Object(ObjectKey::of(&kind, object.as_ref()));
+            tracing::warn!(object = %what, reason = event.reason, "{}", event.message);
+            publish::<I>(shell, &kind, &object, event);
+        }
+    }
+}
+
+async fn execute<I: Integration>(
+    shell: &Shell<I>,
+    state: &mut LoopState,
+    steps: Vec<Step<I::Object>>,
+) {
+    let results: Vec<(Option<Written>, Result<(), kube::Error>)> =
+        futures::stream::iter(steps.into_iter().map(|step| async move {
+            let target = written_key(&step.kind, &step.write);
+            let result = send::<I>(&shell.client, &step.kind, &step.write).await;
+            if result.is_ok()
+                && let (Some(object), Some(event)) = (step.object, step.event)
+            {
+                publish::<I>(shell, &step.kind, &object, event);
+            }
+            (target, result)
+        }))
+        .buffer_unordered(WRITE_CONCURRENCY)
+        .collect()
+        .await;
+    for (target, result) in results {
+        let what = target
+            .as_ref()
+            .map(|(k, _)| k.to_string())
+            .unwrap_or_default();
         match result {
-            Ok(()) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => wake_after(wake, RETRY),
+            Ok(()) => {
+                if let Some((k, version)) = target {
+                    state.written.insert(k, (version, Instant::now()));
+                }
+            }
+            // Someone wrote first (or the cache lagged our own create): plan again soon.
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                tracing::debug!(object = %what, "conflict; planning again");
+                wake_after(&shell.wake, RETRY_AFTER_CONFLICT);
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 => {
+                tracing::debug!(object = %what, "gone before the write");
+            }
             Err(e) => {
-                tracing::warn!(%kind, object = %obj.name_any(), error = %e, "integration write failed");
-                metrics
+                tracing::warn!(object = %what, error = %e, "integration write failed; retrying in {}s", RETRY_AFTER_ERROR.as_secs());
+                shell
+                    .metrics
                     .reconcile_errors
                     .get_or_create(&ErrorLabel {
-                        reason: "ObjectWrite".into(),
+                        reason: I::WRITE_FAILED.into(),
                     })
                     .inc();
-                wake_after(wake, RETRY * 4);
+                wake_after(&shell.wake, RETRY_AFTER_ERROR);
             }
         }
     }
@@ -201,53 +448,104 @@ fn wake_after(wake: &mpsc::UnboundedSender<()>, delay: Duration) {
     });
 }
 
-async fn send(client: &Client, kind: &Kind, write: &ObjectWrite) -> Result<(), kube::Error> {
+/// The object a write changes and the resourceVersion it replaced (`None`: created).
+type Written = (Target, Option<String>);
+
+/// What `write` changes, for [`LoopState::written`]; `None` for deletions.
+fn written_key<O: Resource>(kind: &Kind, write: &Write<O>) -> Option<Written> {
     match write {
-        ObjectWrite::CreateWorkload(wl) => {
-            let api: Api<Workload> =
-                Api::namespaced(client.clone(), &wl.namespace().unwrap_or_default());
-            api.create(&PostParams::default(), wl).await.map(drop)
+        Write::CreateWorkload(wl) => Some((Target::Workload(WorkloadKey::of(wl)), None)),
+        Write::AdoptWorkload(wl) | Write::WorkloadStatus { workload: wl, .. } => {
+            Some((Target::Workload(WorkloadKey::of(wl)), wl.resource_version()))
         }
-        ObjectWrite::AdoptWorkload(wl) => {
-            let api: Api<Workload> =
-                Api::namespaced(client.clone(), &wl.namespace().unwrap_or_default());
+        Write::UpdateObject(obj) | Write::ClearStartTime(obj) => Some((
+            Target::Object(ObjectKey::of(kind, obj.as_ref())),
+            obj.resource_version(),
+        )),
+        Write::DeleteWorkload(_) => None,
+    }
+}
+
+fn workloads(client: &Client, wl: &Workload) -> Api<Workload> {
+    Api::namespaced(client.clone(), &wl.namespace().unwrap_or_default())
+}
+
+async fn send<I: Integration>(
+    client: &Client,
+    kind: &Kind,
+    write: &Write<I::Object>,
+) -> Result<(), kube::Error> {
+    let objects =
+        |obj: &I::Object| I::api(client.clone(), &obj.namespace().unwrap_or_default(), kind);
+    match write {
+        Write::CreateWorkload(wl) => workloads(client, wl)
+            .create(&PostParams::default(), wl)
+            .await
+            .map(drop),
+        Write::AdoptWorkload(wl) => {
             let patch = serde_json::json!({"metadata": {
                 "resourceVersion": wl.resource_version(),
                 "ownerReferences": wl.metadata.owner_references,
             }});
-            api.patch(
-                &wl.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await
-            .map(drop)
-        }
-        ObjectWrite::UpdateObject(obj) => {
-            let api: Api<DynamicObject> = Api::namespaced_with(
-                client.clone(),
-                &obj.namespace().unwrap_or_default(),
-                &kind.api_resource(),
-            );
-            api.replace(&obj.name_any(), &PostParams::default(), obj)
+            workloads(client, wl)
+                .patch(
+                    &wl.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
                 .await
                 .map(drop)
         }
-        ObjectWrite::WorkloadStatus { workload, status } => {
+        Write::UpdateObject(obj) => objects(obj)
+            .replace(&obj.name_any(), &PostParams::default(), obj)
+            .await
+            .map(drop),
+        Write::ClearStartTime(obj) => {
+            let patch = serde_json::json!({
+                "metadata": {"resourceVersion": obj.resource_version()},
+                "status": {"startTime": null},
+            });
+            objects(obj)
+                .patch_status(
+                    &obj.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await
+                .map(drop)
+        }
+        Write::WorkloadStatus { workload, status } => {
             crate::admission::scheduler::write_status(client, workload, status)
+                .await
+                .map(drop)
+        }
+        Write::DeleteWorkload(wl) => {
+            let params = DeleteParams {
+                preconditions: Some(Preconditions {
+                    uid: wl.metadata.uid.clone(),
+                    resource_version: None,
+                }),
+                ..DeleteParams::background()
+            };
+            tracing::info!(workload = %WorkloadKey::of(wl), %kind, "deleting a Workload whose object is gone");
+            workloads(client, wl)
+                .delete(&wl.name_any(), &params)
                 .await
                 .map(drop)
         }
     }
 }
 
-fn publish(recorder: &Events, kind: &Kind, obj: &DynamicObject, ev: JobEvent) {
+/// Publishes an event on the object in the background: events never hold up a write.
+fn publish<I: Integration>(shell: &Shell<I>, kind: &Kind, obj: &I::Object, event: JobEvent) {
     let event = Event {
-        type_: ev.type_,
-        reason: ev.reason.to_string(),
-        note: Some(ev.message),
-        action: ev.reason.to_string(),
+        type_: event.type_,
+        reason: event.reason.to_string(),
+        note: Some(event.message),
+        action: event.reason.to_string(),
         secondary: None,
     };
-    recorder.publish(event, obj.object_ref(&kind.api_resource()));
+    shell
+        .recorder
+        .publish(event, obj.object_ref(&I::resource(kind)));
 }

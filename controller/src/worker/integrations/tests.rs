@@ -6,8 +6,21 @@ use chrono::{DateTime, TimeZone, Utc};
 use kube::core::DynamicObject;
 use serde_json::json;
 
-use super::plan::{ObjectWrite, plan};
-use super::view::views;
+use super::plan::Write;
+use super::shaped::{Shaped, plan};
+use super::view::views as views_of;
+
+type ObjectWrite = Write<DynamicObject>;
+
+fn views<'a>(
+    kind: &'a Kind,
+    objects: &'a [Arc<DynamicObject>],
+    workloads: &'a [Arc<Workload>],
+    flavors: &'a HashMap<String, FlavorPlacement>,
+    busy: &std::collections::HashSet<String>,
+) -> Vec<super::view::View<'a, DynamicObject>> {
+    views_of::<Shaped>(kind, objects, workloads, flavors, busy)
+}
 use crate::integrations::Kind;
 use crate::integrations::workload::workload_for;
 use crate::jobs::template::FlavorPlacement;

@@ -18,181 +18,65 @@
 //! from the restored template, so a leftover injection never leaks into the next admission.
 
 use baton_crds::Workload;
-use baton_crds::conditions::{find_condition, is_condition_true};
-use baton_crds::constants::condition;
-use baton_crds::constants::job::{POD_SET_NAME, PREBUILT_WORKLOAD_LABEL};
-use baton_crds::workload::{Admission, WorkloadStatus};
+use baton_crds::constants::job::POD_SET_NAME;
+use baton_crds::workload::Admission;
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::ResourceExt;
-use kube::runtime::events::EventType;
 
-use super::view::{Binding, JobView};
-use crate::admission::status;
+use crate::integrations::Finished;
 use crate::jobs::{assigned_placements, inject, job_owner_reference, restore, workload_for_job};
+use crate::worker::integrations::plan::{
+    Plan, Unbound, Write, bind, evicted_event, finish, reasons, release, standing, started_event,
+    unadmitted_event,
+};
+use crate::worker::integrations::view::{Binding, View};
 
-/// One write the loop sends.
-#[derive(Clone, Debug, PartialEq)]
-pub enum JobWrite {
-    /// Create this Workload.
-    CreateWorkload(Box<Workload>),
-    /// The prebuilt Workload with the Job added as its controller owner.
-    AdoptWorkload(Box<Workload>),
-    /// The Job as it should be, sent whole with its resourceVersion.
-    UpdateJob(Box<Job>),
-    /// Clear the Job's `status.startTime` (guarded by its resourceVersion), so that its
-    /// template may change.
-    ClearStartTime(Box<Job>),
-    /// A new status for the Workload (guarded by its resourceVersion).
-    WorkloadStatus {
-        workload: Box<Workload>,
-        status: Box<WorkloadStatus>,
-    },
-    /// Delete the Workload (guarded by its uid).
-    DeleteWorkload(Box<Workload>),
-}
-
-/// An event on the Job.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JobEvent {
-    pub type_: EventType,
-    pub reason: &'static str,
-    pub message: String,
-}
-
-/// The plan for one Job. With a write, the event goes out once the write lands; alone, it
-/// reports a problem (the loop publishes each such problem once).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Plan {
-    pub write: Option<JobWrite>,
-    pub event: Option<JobEvent>,
-}
-
-impl Plan {
-    fn write(write: JobWrite, event: Option<JobEvent>) -> Self {
-        Plan {
-            write: Some(write),
-            event,
-        }
-    }
-    fn event(type_: EventType, reason: &'static str, message: String) -> JobEvent {
-        JobEvent {
-            type_,
-            reason,
-            message,
-        }
-    }
-    fn problem(reason: &'static str, message: String) -> Self {
-        Plan {
-            write: None,
-            event: Some(Plan::event(EventType::Warning, reason, message)),
-        }
-    }
-}
-
-/// Event reasons on the Job.
-pub mod reasons {
-    pub const CREATED_WORKLOAD: &str = "CreatedWorkload";
-    pub const ADOPTED_WORKLOAD: &str = "AdoptedWorkload";
-    pub const STARTED: &str = "Started";
-    pub const STOPPED: &str = "Stopped";
-    pub const STARTED_WITHOUT_ADMISSION: &str = "StartedWithoutAdmission";
-    pub const FINISHED_WORKLOAD: &str = "FinishedWorkload";
-    pub const INVALID_JOB: &str = "InvalidJob";
-    pub const WORKLOAD_TAKEN: &str = "WorkloadOwnedByAnother";
-    pub const FLAVOR_MISSING: &str = "FlavorMissing";
-    pub const WAITING_FOR_PREBUILT: &str = "WaitingForPrebuiltWorkload";
-}
+/// One write the loop sends for a Job.
+pub type JobWrite = Write<Job>;
+/// The plan for one Job.
+pub type JobPlan = Plan<Job>;
+/// One queued Job and what the plan needs to know about it.
+pub type JobView<'a> = View<'a, Job>;
 
 /// The plan for the Job in `view` at `now`.
-pub fn plan(view: &JobView<'_>, now: DateTime<Utc>) -> Plan {
-    let job = view.job;
-    if let Some((succeeded, message)) = finished(job) {
-        return match view.binding {
-            Binding::Bound(wl) => status::finished(wl, succeeded, &message, now)
-                .map(|s| {
-                    let event = Plan::event(
-                        EventType::Normal,
-                        reasons::FINISHED_WORKLOAD,
-                        format!(
-                            "Workload {} finished: {}",
-                            wl.name_any(),
-                            if succeeded { "Succeeded" } else { "Failed" }
-                        ),
-                    );
-                    Plan::write(
-                        JobWrite::WorkloadStatus {
-                            workload: Box::new(wl.clone()),
-                            status: Box::new(s),
-                        },
-                        Some(event),
-                    )
-                })
-                .unwrap_or_default(),
-            _ => Plan::default(),
-        };
+pub fn plan(view: &JobView<'_>, now: DateTime<Utc>) -> JobPlan {
+    let job = view.object.as_ref();
+    if let Some(done) = finished(job) {
+        return finish(view.binding, &done, now);
     }
     let wl = match view.binding {
         Binding::Bound(wl) => wl,
         // Pods run without admission: stop them before anything else.
         _ if is_running(job) => return stop_unadmitted(job),
-        Binding::Unbound => return create(job),
-        // Waited for (MultiKueue may create the Job first), but said once, naming the label.
-        Binding::PrebuiltMissing(name) => {
-            return Plan {
-                write: None,
-                event: Some(Plan::event(
-                    EventType::Normal,
-                    reasons::WAITING_FOR_PREBUILT,
-                    format!(
-                        "Waiting for prebuilt Workload {name} (named by {PREBUILT_WORKLOAD_LABEL})"
-                    ),
-                )),
+        _ => {
+            let unbound = Unbound {
+                workload: || workload_for_job(job),
+                owner: || job_owner_reference(job),
             };
-        }
-        Binding::PrebuiltUnowned(wl) => return adopt(job, wl),
-        Binding::PrebuiltTaken(wl) => {
-            return Plan::problem(
-                reasons::WORKLOAD_TAKEN,
-                format!(
-                    "Prebuilt Workload {} is controlled by another object; the Job cannot bind to it",
-                    wl.name_any()
-                ),
-            );
+            return bind(view, unbound).unwrap_or_default();
         }
     };
     lifecycle(view, wl, now)
 }
 
 /// The Job's Workload exists: follow its admission.
-fn lifecycle(view: &JobView<'_>, wl: &Workload, now: DateTime<Utc>) -> Plan {
-    let job = view.job;
-    let conditions = wl
-        .status
-        .as_ref()
-        .map(|s| s.conditions.as_slice())
-        .unwrap_or(&[]);
-    if is_condition_true(conditions, condition::FINISHED) {
+fn lifecycle(view: &JobView<'_>, wl: &Workload, now: DateTime<Utc>) -> JobPlan {
+    let job = view.object.as_ref();
+    let Some(at) = standing(wl) else {
         return Plan::default();
-    }
-    let admission = wl.status.as_ref().and_then(|s| s.admission.as_ref());
-    let evicted = is_condition_true(conditions, condition::EVICTED);
-    let admitted = admission.is_some()
-        && is_condition_true(conditions, condition::QUOTA_RESERVED)
-        && is_condition_true(conditions, condition::ADMITTED)
-        && !evicted;
+    };
     let template = current_template(job);
     let recorded = original_template(wl);
     let original = recorded.as_ref().unwrap_or(&template);
-    if let (true, Some(admission)) = (admitted, admission) {
+    if let Some(admission) = at.admitted {
         if is_running(job) {
             return Plan::default();
         }
         // After an eviction the template may still carry the last admission's flavor:
         // start from the recorded one. A first admission keeps the user's own edits.
-        let base = if find_condition(conditions, condition::EVICTED).is_some() {
+        let base = if at.was_evicted {
             restore(&template, original)
         } else {
             template.clone()
@@ -200,15 +84,19 @@ fn lifecycle(view: &JobView<'_>, wl: &Workload, now: DateTime<Utc>) -> Plan {
         return start(view, wl, admission, &base, &template);
     }
     if is_running(job) {
-        if evicted {
-            return stop_evicted(job, conditions, original);
+        if at.evicted {
+            return stop_evicted(job, at.conditions, original);
         }
         return stop_unadmitted(job);
     }
-    if !evicted {
+    if !at.evicted {
         return Plan::default();
     }
-    release(job, wl, now).unwrap_or_else(|| restore_template(job, &template, original))
+    // Its quota is released once no pod of the Job is active or terminating.
+    pods_gone(job)
+        .then(|| release(wl, now))
+        .flatten()
+        .unwrap_or_else(|| restore_template(job, &template, original))
 }
 
 /// Starts a suspended Job whose Workload is admitted: the flavors injected into `base`, then
@@ -220,131 +108,57 @@ fn start(
     admission: &Admission,
     base: &PodTemplateSpec,
     template: &PodTemplateSpec,
-) -> Plan {
-    let job = view.job;
+) -> JobPlan {
+    let job = view.object.as_ref();
     let placements = match assigned_placements(admission, &pod_set_name(wl), view.flavors) {
         Ok(p) => p,
         Err(e) => return Plan::problem(reasons::FLAVOR_MISSING, e.to_string()),
     };
     let wanted = inject(base, &placements);
     if wanted != *template && is_started(job) {
-        return Plan::write(JobWrite::ClearStartTime(Box::new(job.clone())), None);
+        return Plan::write(Write::ClearStartTime(Box::new(job.clone())), None);
     }
     let mut started = job.clone();
     let spec = started.spec.get_or_insert_with(Default::default);
     spec.template = wanted;
     spec.suspend = Some(false);
-    let event = Plan::event(
-        EventType::Normal,
-        reasons::STARTED,
-        format!("Admitted by ClusterQueue {}", admission.cluster_queue),
-    );
-    Plan::write(JobWrite::UpdateJob(Box::new(started)), Some(event))
+    Plan::write(
+        Write::UpdateObject(Box::new(started)),
+        Some(started_event(admission)),
+    )
 }
 
 /// Suspends a running Job whose Workload was evicted (its template restored to `original`
 /// when Kubernetes allows it), saying why it was evicted.
-fn stop_evicted(job: &Job, conditions: &[Condition], original: &PodTemplateSpec) -> Plan {
-    let why = find_condition(conditions, condition::EVICTED)
-        .map(|c| c.message.clone())
-        .filter(|m| !m.is_empty())
-        .unwrap_or_else(|| "Workload evicted".to_string());
-    let event = Plan::event(EventType::Normal, reasons::STOPPED, why);
+fn stop_evicted(job: &Job, conditions: &[Condition], original: &PodTemplateSpec) -> JobPlan {
     Plan::write(
-        JobWrite::UpdateJob(Box::new(suspended(job, Some(original)))),
-        Some(event),
+        Write::UpdateObject(Box::new(suspended(job, Some(original)))),
+        Some(evicted_event(conditions)),
     )
-}
-
-/// Releases the quota an evicted Workload still holds once its suspended Job has no active
-/// or terminating pods; `None` while there is nothing to release yet.
-fn release(job: &Job, wl: &Workload, now: DateTime<Utc>) -> Option<Plan> {
-    let observed = wl.status.as_ref()?;
-    let holds_quota = observed.admission.is_some()
-        || is_condition_true(&observed.conditions, condition::QUOTA_RESERVED);
-    if !holds_quota || !pods_gone(job) {
-        return None;
-    }
-    let released = status::released(wl, now)?;
-    Some(Plan::write(
-        JobWrite::WorkloadStatus {
-            workload: Box::new(wl.clone()),
-            status: Box::new(released),
-        },
-        None,
-    ))
 }
 
 /// Undoes what an admission injected into the `template` of a suspended, evicted Job: its
 /// `startTime` cleared first when it has one. A pending Job's own edits stay.
-fn restore_template(job: &Job, template: &PodTemplateSpec, original: &PodTemplateSpec) -> Plan {
+fn restore_template(job: &Job, template: &PodTemplateSpec, original: &PodTemplateSpec) -> JobPlan {
     let restored = restore(template, original);
     if restored == *template {
         return Plan::default();
     }
     if is_started(job) {
-        return Plan::write(JobWrite::ClearStartTime(Box::new(job.clone())), None);
+        return Plan::write(Write::ClearStartTime(Box::new(job.clone())), None);
     }
     let mut job = job.clone();
     job.spec.get_or_insert_with(Default::default).template = restored;
-    Plan::write(JobWrite::UpdateJob(Box::new(job)), None)
-}
-
-/// Creates the Job's Workload, or reports why it cannot.
-fn create(job: &Job) -> Plan {
-    match workload_for_job(job) {
-        Ok(wl) => {
-            let event = Plan::event(
-                EventType::Normal,
-                reasons::CREATED_WORKLOAD,
-                format!(
-                    "Created Workload: {}/{}",
-                    wl.namespace().unwrap_or_default(),
-                    wl.name_any()
-                ),
-            );
-            Plan::write(JobWrite::CreateWorkload(Box::new(wl)), Some(event))
-        }
-        Err(e) => Plan::problem(
-            reasons::INVALID_JOB,
-            format!("Cannot create a Workload: {e}"),
-        ),
-    }
-}
-
-/// Adds the Job as controller owner of the prebuilt Workload.
-fn adopt(job: &Job, wl: &Workload) -> Plan {
-    let owner = match job_owner_reference(job) {
-        Ok(o) => o,
-        Err(e) => return Plan::problem(reasons::INVALID_JOB, e.to_string()),
-    };
-    let mut adopted = wl.clone();
-    adopted
-        .metadata
-        .owner_references
-        .get_or_insert_with(Vec::new)
-        .push(owner);
-    let event = Plan::event(
-        EventType::Normal,
-        reasons::ADOPTED_WORKLOAD,
-        format!("Bound to prebuilt Workload {}", wl.name_any()),
-    );
-    Plan::write(JobWrite::AdoptWorkload(Box::new(adopted)), Some(event))
+    Plan::write(Write::UpdateObject(Box::new(job)), None)
 }
 
 /// Suspends a Job that runs without an admitted Workload, with a Warning saying why. Its
 /// template is its own (nothing was injected): left as it is.
-fn stop_unadmitted(job: &Job) -> Plan {
-    let stopped = suspended(job, None);
-    let event = Plan::event(
-        EventType::Warning,
-        reasons::STARTED_WITHOUT_ADMISSION,
-        "The Job was running without an admitted Workload, so Baton suspended it; it starts once \
-         its Workload is admitted. Queued Jobs must be created suspended: the Baton chart's \
-         admission policy does this (check that it is installed)."
-            .to_string(),
-    );
-    Plan::write(JobWrite::UpdateJob(Box::new(stopped)), Some(event))
+fn stop_unadmitted(job: &Job) -> JobPlan {
+    Plan::write(
+        Write::UpdateObject(Box::new(suspended(job, None))),
+        Some(unadmitted_event("Job")),
+    )
 }
 
 /// The Job suspended; its template restored to `original` too, when given and Kubernetes
@@ -400,8 +214,8 @@ fn pods_gone(job: &Job) -> bool {
         .is_none_or(|s| s.active.unwrap_or(0) == 0 && s.terminating.unwrap_or(0) == 0)
 }
 
-/// `Some((succeeded, message))` once the Job is Complete or Failed.
-fn finished(job: &Job) -> Option<(bool, String)> {
+/// `Some` once the Job is Complete or Failed: its condition's message, else its reason.
+fn finished(job: &Job) -> Option<Finished> {
     let conditions = job.status.as_ref()?.conditions.as_ref()?;
     conditions
         .iter()
@@ -421,6 +235,6 @@ fn finished(job: &Job) -> Option<(bool, String)> {
                     }
                     .to_string()
                 });
-            (succeeded, message)
+            Finished { succeeded, message }
         })
 }

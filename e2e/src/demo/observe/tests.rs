@@ -308,3 +308,15 @@ fn the_scenario_ends_when_the_copy_runs_and_the_manager_job_follows() {
     // The manager's own Workload is not a replica.
     assert!(o.workload_deleted(MANAGER, "job-train-x").is_empty());
 }
+
+#[test]
+fn what_it_waits_for_names_the_demos_kind() {
+    let o = Observer::new("train", 2).of_kind("RayJob");
+    assert_eq!(
+        o.waiting_for(),
+        [
+            "the manager to place the workload",
+            "the manager RayJob to show the pods"
+        ]
+    );
+}

@@ -8,16 +8,23 @@ use kube::runtime::events::EventType;
 use serde_json::{Value, json};
 
 use super::{admitted, condition, evicting, flavors, job, now, workload_of};
-use crate::worker::jobs::plan::{JobWrite, Plan, plan, reasons};
-use crate::worker::jobs::view::{Binding, JobView};
+use std::sync::Arc;
+
+use crate::integrations::Kind;
+use crate::worker::integrations::plan::{Write as JobWrite, reasons};
+use crate::worker::integrations::view::{Binding, View};
+use crate::worker::jobs::plan::{JobPlan as Plan, plan};
 
 fn run(job: &Job, binding: Binding<'_>) -> Plan {
     let flavors = flavors();
+    let job = Arc::new(job.clone());
     plan(
-        &JobView {
-            job,
+        &View {
+            kind: &Kind::Job,
+            object: &job,
             binding,
             flavors: &flavors,
+            children_busy: false,
         },
         now(),
     )
@@ -25,7 +32,7 @@ fn run(job: &Job, binding: Binding<'_>) -> Plan {
 
 fn updated_job(p: &Plan) -> &Job {
     match &p.write {
-        Some(JobWrite::UpdateJob(j)) => j,
+        Some(JobWrite::UpdateObject(j)) => j,
         other => panic!("expected a Job update, got {other:?}"),
     }
 }
@@ -366,11 +373,14 @@ fn admission_of_a_started_job_clears_its_start_time_before_injecting() {
     let mut f = flavors();
     f.insert("bare".into(), crate::jobs::FlavorPlacement::from(&bare));
     let wl = workload_of(&j, admitted("bare"));
+    let j = Arc::new(j);
     let p = plan(
-        &JobView {
-            job: &j,
+        &View {
+            kind: &Kind::Job,
+            object: &j,
             binding: Binding::Bound(&wl),
             flavors: &f,
+            children_busy: false,
         },
         now(),
     );

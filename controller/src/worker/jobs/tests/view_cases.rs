@@ -4,7 +4,24 @@ use chrono::Duration;
 use serde_json::json;
 
 use super::{flavors, job, now, workload_of};
-use crate::worker::jobs::view::{Binding, ORPHAN_GRACE, orphans, views};
+use crate::integrations::Kind;
+use crate::worker::integrations::view::{Binding, ORPHAN_GRACE, View, orphans};
+use crate::worker::jobs::BatchJobs;
+
+/// The Job views, as the loop builds them.
+fn views<'a>(
+    jobs: &'a [Arc<k8s_openapi::api::batch::v1::Job>],
+    workloads: &'a [Arc<baton_crds::Workload>],
+    flavors: &'a std::collections::HashMap<String, crate::jobs::FlavorPlacement>,
+) -> Vec<View<'a, k8s_openapi::api::batch::v1::Job>> {
+    crate::worker::integrations::view::views::<BatchJobs>(
+        &Kind::Job,
+        jobs,
+        workloads,
+        flavors,
+        &Default::default(),
+    )
+}
 
 #[test]
 fn only_queued_jobs_run_by_the_job_controller_and_not_deleting_are_viewed() {
@@ -27,7 +44,7 @@ fn only_queued_jobs_run_by_the_job_controller_and_not_deleting_are_viewed() {
     let f = flavors();
     let names: Vec<String> = views(&jobs, &[], &f)
         .iter()
-        .map(|v| v.job.metadata.name.clone().unwrap_or_default())
+        .map(|v| v.object.metadata.name.clone().unwrap_or_default())
         .collect();
     assert_eq!(names, ["queued", "builtin", "copy"]);
 }
@@ -115,7 +132,16 @@ fn orphans_are_job_owned_workloads_whose_job_is_gone_past_the_grace() {
         .into_iter()
         .map(Arc::new)
         .collect();
-    let found = orphans(&[Arc::new(j)], &workloads, now());
+    let found = orphans(&Kind::Job, &[Arc::new(j)], &workloads, now());
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].metadata.name, orphan.metadata.name);
+}
+
+#[test]
+fn the_loop_names_a_jobs_workload_as_the_job_integration_does() {
+    let j = job(json!({}));
+    assert_eq!(
+        crate::integrations::workload::workload_name_for(&Kind::Job, "j", "uid-j"),
+        crate::jobs::workload_name(&j)
+    );
 }
