@@ -8,6 +8,8 @@ use clap::Parser;
 /// The manager and the worker shim hold large caches of small records while parsing a
 /// stream of watch events; mimalloc keeps their resident memory closer to what is live than
 /// the system allocator does (measured in `cargo bench -p baton-e2e --bench manager_scale`).
+/// Feature `system-allocator` keeps the system's, for heap profilers that hook it (heaptrack).
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
