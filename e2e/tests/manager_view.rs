@@ -262,9 +262,11 @@ async fn where_upstreams_crd_prunes_the_view_it_is_not_sent_again() {
         .await
         .expect("worker-2 signals");
     // The view falls due once worker-1's opening is quiet; its write comes back pruned.
-    eventually(WAIT, "the manager learns that the CRD prunes the view", || async {
-        (manager.metric("baton_workload_view_pruned") == Some(1.0)).then_some(())
-    })
+    eventually(
+        WAIT,
+        "the manager learns that the CRD prunes the view",
+        || async { (manager.metric("baton_workload_view_pruned") == Some(1.0)).then_some(()) },
+    )
     .await;
     let sent = manager
         .metric("baton_workload_view_writes_total")

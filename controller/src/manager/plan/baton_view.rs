@@ -124,10 +124,10 @@ pub fn defer(
         return None;
     }
     next.holder.as_ref()?;
-    if let Some(last) = last.filter(|l| l.holder.is_some()) {
-        if last.holder != next.holder || last.holder_since != next.holder_since {
-            return None;
-        }
+    if let Some(last) = last.filter(|l| l.holder.is_some())
+        && (last.holder != next.holder || last.holder_since != next.holder_since)
+    {
+        return None;
     }
     let since = next
         .holder_since
@@ -152,8 +152,8 @@ pub fn won(
     winner: &str,
     rules: &Rules<'_>,
 ) -> Option<BatonStatus> {
-    let mut view = dispatched(replicas, None, DateTime::<Utc>::MIN_UTC, rules)
-        .or_else(|| last.cloned())?;
+    let mut view =
+        dispatched(replicas, None, DateTime::<Utc>::MIN_UTC, rules).or_else(|| last.cloned())?;
     view.passes_after = None;
     view.waiting = 0;
     for replica in &mut view.replicas {

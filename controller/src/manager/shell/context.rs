@@ -16,10 +16,10 @@ use kube::runtime::reflector::ObjectRef;
 
 use crate::config::Configuration;
 use crate::events::Events;
-use crate::manager::plan::{baton_view, gate_clock};
 use crate::manager::plan::lifecycle::{ClusterState, ClusterView, LastKnown, LifecycleConfig};
 use crate::manager::plan::replica::CachedReplica;
 use crate::manager::plan::routing::Route;
+use crate::manager::plan::{baton_view, gate_clock};
 use crate::manager::shell::classes::ClassStores;
 use crate::manager::shell::memory::Memory;
 use crate::manager::shell::stores::{ManagerStores, stripped_manager_workload};
