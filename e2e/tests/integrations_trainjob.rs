@@ -172,3 +172,71 @@ async fn a_trainjob_gets_its_workload_from_its_runtime_and_runs_its_copy_on_one_
     })
     .await;
 }
+
+/// A TrainJob queued on a worker directly (no manager): the worker reads its runtime, builds
+/// the Workload from it and `numNodes`, admits it and starts it with its flavors as a
+/// `runtimePatches` entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trainjob_queued_on_a_worker_gets_its_workload_from_its_runtime() {
+    let KindEnv {
+        env,
+        processes: _processes,
+        resource: trainjobs,
+    } = KindSetup {
+        workers: 1,
+        crds: &[
+            shipped_crd("trainer.kubeflow.org_trainjobs.yaml").expect("CRD"),
+            shipped_crd("trainer.kubeflow.org_clustertrainingruntimes.yaml").expect("CRD"),
+            shipped_crd("jobset.x-k8s.io_jobsets.yaml").expect("CRD"),
+        ],
+        objects: &[runtime()],
+        manager: None,
+    }
+    .start()
+    .await
+    .expect("environment");
+
+    env.create_object(1, &trainjobs, json!({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "train", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+            "annotations": {baton_e2e::jobs::RUN_SECONDS: "600"}},
+        "spec": {"runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime", "name": "torch-distributed"},
+            "suspend": true,
+            "trainer": {"numNodes": 2, "image": "python:3.11-slim", "resourcesPerNode": {"requests": {"cpu": "1"}}}},
+    }))
+    .await
+    .expect("worker TrainJob");
+    let wl = eventually(WAIT, "the TrainJob's Workload on the worker", || async {
+        owned_workload(&env.worker_workloads(1), "TrainJob", "train").await
+    })
+    .await;
+    assert_eq!(
+        wl.spec
+            .pod_sets
+            .iter()
+            .map(|p| (p.name.as_str(), p.count))
+            .collect::<Vec<_>>(),
+        vec![("node", 2)],
+        "the runtime's replicated job, numNodes pods"
+    );
+    let started = eventually(WAIT, "the TrainJob started", || async {
+        env.object(1, &trainjobs, "train")
+            .await
+            .filter(|j| j.data.pointer("/spec/suspend") == Some(&json!(false)))
+    })
+    .await;
+    assert_eq!(
+        started.data.pointer("/spec/runtimePatches/0/manager"),
+        Some(&json!("kueue.x-k8s.io/manager")),
+        "the flavors as a runtime patch"
+    );
+    eventually(WAIT, "numNodes pods", || async {
+        (env.pods(1, PODS).await.len() == 2).then_some(())
+    })
+    .await;
+    let admitted = owned_workload(&env.worker_workloads(1), "TrainJob", "train")
+        .await
+        .and_then(|w| w.status)
+        .is_some_and(|s| is_condition_true(&s.conditions, condition::ADMITTED));
+    assert!(admitted, "its Workload admitted");
+}

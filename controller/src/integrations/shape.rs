@@ -48,6 +48,20 @@ pub struct RuntimeRef {
     pub name: String,
 }
 
+impl RuntimeRef {
+    /// The referenced object's resource type, for its API.
+    pub fn api_resource(&self) -> kube::core::ApiResource {
+        let (group, version) = self
+            .api_version
+            .rsplit_once('/')
+            .unwrap_or(("", self.api_version.as_str()));
+        kube::core::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk(group, version, &self.kind),
+            &self.plural,
+        )
+    }
+}
+
 /// How an object ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finished {

@@ -14,7 +14,7 @@ use baton_crds::Workload;
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, DeleteParams, Preconditions, PropagationPolicy};
-use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::core::DynamicObject;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Client, Resource, ResourceExt};
@@ -171,14 +171,7 @@ async fn read_runtime(
     ctx: &Context,
     r: &crate::integrations::shape::RuntimeRef,
 ) -> Result<Option<Value>, ReconcileError> {
-    let (group, version) = r
-        .api_version
-        .rsplit_once('/')
-        .unwrap_or(("", r.api_version.as_str()));
-    let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(group, version, &r.kind),
-        &r.plural,
-    );
+    let resource = r.api_resource();
     let api: Api<DynamicObject> = match &r.namespace {
         Some(ns) => Api::namespaced_with(ctx.client.clone(), ns, &resource),
         None => Api::all_with(ctx.client.clone(), &resource),

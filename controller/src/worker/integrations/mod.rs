@@ -12,8 +12,8 @@
 //!
 //! A TrainJob's roles' templates live in its runtime: admission writes its flavors as a
 //! `spec.runtimePatches` entry instead. A TrainJob queued on a worker directly (not a
-//! MultiKueue copy, which binds to its prebuilt Workload) gets no Workload here: the worker
-//! does not read training runtimes.
+//! MultiKueue copy, which binds to its prebuilt Workload) gets its Workload from that
+//! runtime, which the loop reads for it ([`Integration::runtime`]).
 
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -54,6 +54,14 @@ pub trait Integration: Send + Sync + 'static {
     /// Whether the loop handles the object: queued or bound to a prebuilt Workload, run by its
     /// kind's own controller, not being deleted.
     fn is_ours(obj: &Self::Object) -> bool;
+    /// The object the pod sets are built from besides the object itself (a TrainJob's
+    /// training runtime), read by the loop for an object without a Workload.
+    fn runtime(
+        _kind: &Kind,
+        _obj: &Self::Object,
+    ) -> Option<crate::integrations::shape::RuntimeRef> {
+        None
+    }
     /// At most one write (and its event) for one object.
     fn plan(view: &view::View<'_, Self::Object>, now: DateTime<Utc>) -> plan::Plan<Self::Object>;
 }

@@ -26,6 +26,7 @@ use super::plan::{JobEvent, Plan, Write};
 use super::view::{Binding, View, busy_owners, orphans, views};
 use crate::events::{Event, Events, Reporter};
 use crate::integrations::Kind;
+use crate::integrations::shape::RuntimeRef;
 use crate::jobs::template::FlavorPlacement;
 use crate::metrics::{ErrorLabel, Metrics};
 use crate::shutdown::Shutdown;
@@ -264,7 +265,8 @@ async fn pass<I: Integration>(shell: &Shell<I>, state: &mut LoopState) {
     let mut problems = Vec::new();
     let mut still_stale = HashSet::new();
     for (kind, objects) in &snap.objects {
-        let views = views::<I>(kind, objects, &snap.workloads, &snap.flavors, &snap.busy);
+        let mut views = views::<I>(kind, objects, &snap.workloads, &snap.flavors, &snap.busy);
+        attach_runtimes::<I>(&shell.client, kind, &mut views).await;
         plan_objects::<I>(
             state,
             &mut still_stale,
@@ -296,6 +298,46 @@ async fn pass<I: Integration>(shell: &Shell<I>, state: &mut LoopState) {
         .retain(|(uid, _, _)| present.contains(uid.as_str()));
     report_problems(shell, state, problems);
     execute(shell, state, steps).await;
+}
+
+/// Reads the runtime each object without a Workload names ([`Integration::runtime`]: a
+/// TrainJob's training runtime), once per runtime and pass. One missing stays `None`, and the
+/// plan reports that; one that cannot be read is logged and retried on the next pass.
+async fn attach_runtimes<I: Integration>(
+    client: &Client,
+    kind: &Kind,
+    views: &mut [View<'_, I::Object>],
+) {
+    let mut read: HashMap<RuntimeRef, Option<Arc<serde_json::Value>>> = HashMap::new();
+    for view in views
+        .iter_mut()
+        .filter(|v| matches!(v.binding, Binding::Unbound))
+    {
+        let Some(runtime) = I::runtime(kind, view.object) else {
+            continue;
+        };
+        if !read.contains_key(&runtime) {
+            let found = read_runtime(client, &runtime).await;
+            read.insert(runtime.clone(), found);
+        }
+        view.runtime = read.get(&runtime).cloned().flatten();
+    }
+}
+
+/// The runtime `r` names, `None` when it does not exist or cannot be read (logged).
+async fn read_runtime(client: &Client, r: &RuntimeRef) -> Option<Arc<serde_json::Value>> {
+    let resource = r.api_resource();
+    let api: Api<DynamicObject> = match &r.namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
+    match api.get_opt(&r.name).await {
+        Ok(found) => found.map(|o| Arc::new(o.data)),
+        Err(e) => {
+            tracing::warn!(kind = %r.kind, name = %r.name, error = %e, "cannot read the runtime");
+            None
+        }
+    }
 }
 
 /// A problem to report (an event that comes with no write): the object's kind, the object.

@@ -14,7 +14,7 @@
 use baton_crds::Workload;
 use chrono::{DateTime, Utc};
 use kube::core::{ApiResource, DynamicObject};
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt};
 
 use super::Integration;
 use super::plan::{
@@ -24,6 +24,7 @@ use super::plan::{
 use super::view::{Binding, View};
 use crate::integrations::Kind;
 use crate::integrations::object::{is_suspended, is_worker_object};
+use crate::integrations::shape::RuntimeRef;
 use crate::integrations::workload::{owner_reference, workload_for};
 use crate::integrations::writes::{set_suspend, started, stopped};
 
@@ -45,6 +46,11 @@ impl Integration for Shaped {
 
     fn is_ours(obj: &DynamicObject) -> bool {
         is_worker_object(obj)
+    }
+
+    fn runtime(kind: &Kind, obj: &DynamicObject) -> Option<RuntimeRef> {
+        kind.shape()?
+            .runtime(&obj.data, &obj.namespace().unwrap_or_default())
     }
 
     fn plan(view: &View<'_, DynamicObject>, now: DateTime<Utc>) -> Plan<DynamicObject> {
@@ -69,7 +75,7 @@ pub fn plan(view: &View<'_, DynamicObject>, now: DateTime<Utc>) -> ObjectPlan {
         _ if !is_suspended(obj) => return stop_unadmitted(view),
         _ => {
             let unbound = Unbound {
-                workload: || workload_for(view.kind, obj, None),
+                workload: || workload_for(view.kind, obj, view.runtime.as_deref()),
                 owner: || owner_reference(view.kind, obj),
             };
             return bind(view, unbound).unwrap_or_default();

@@ -44,6 +44,9 @@ pub struct View<'a, O> {
     /// Whether a batch/v1 Job the object controls (a JobSet's child Jobs) still has active or
     /// terminating pods: the kind's own status may say "suspended" before they are gone.
     pub children_busy: bool,
+    /// The runtime the object names ([`Integration::runtime`]), when it has no Workload yet
+    /// and the runtime was found.
+    pub runtime: Option<Arc<serde_json::Value>>,
 }
 
 /// The uids of the objects that control a batch/v1 Job with active or terminating pods.
@@ -101,6 +104,7 @@ pub fn views<'a, I: Integration>(
                 binding,
                 flavors,
                 children_busy: busy.contains(uid),
+                runtime: None,
             }
         })
         .collect()

@@ -25,6 +25,7 @@ fn run(job: &Job, binding: Binding<'_>) -> Plan {
             binding,
             flavors: &flavors,
             children_busy: false,
+            runtime: None,
         },
         now(),
     )
@@ -381,6 +382,7 @@ fn admission_of_a_started_job_clears_its_start_time_before_injecting() {
             binding: Binding::Bound(&wl),
             flavors: &f,
             children_busy: false,
+            runtime: None,
         },
         now(),
     );
