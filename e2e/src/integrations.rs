@@ -93,6 +93,15 @@ pub async fn one_worker(crd: &Value) -> KindEnv {
     .expect("environment")
 }
 
+/// A Workload's pod sets as (name, count).
+pub fn pod_set_counts(wl: &Workload) -> Vec<(&str, i32)> {
+    wl.spec
+        .pod_sets
+        .iter()
+        .map(|p| (p.name.as_str(), p.count))
+        .collect()
+}
+
 /// The Workload in `workloads` owned by the object of `kind` named `name`.
 pub async fn owned_workload(workloads: &Api<Workload>, kind: &str, name: &str) -> Option<Workload> {
     let all = workloads.list(&ListParams::default()).await.ok()?;

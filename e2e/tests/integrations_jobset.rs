@@ -24,8 +24,8 @@ use baton_crds::workload::Workload;
 use baton_e2e::harness::eventually;
 use baton_e2e::harness::process::BatonProcess;
 use baton_e2e::integrations::{
-    KindEnv, KindSetup, Timing, is_suspended, one_worker, owned_workload, queued_jobset,
-    shipped_crd, timed_jobset,
+    KindEnv, KindSetup, Timing, is_suspended, one_worker, owned_workload, pod_set_counts,
+    queued_jobset, shipped_crd, timed_jobset,
 };
 use baton_e2e::multikueue::Env;
 use baton_e2e::workers::is_admitted;
@@ -91,11 +91,7 @@ async fn a_jobset_runs_on_exactly_one_worker_and_its_status_follows() {
         wl.name_any()
     );
     assert_eq!(
-        wl.spec
-            .pod_sets
-            .iter()
-            .map(|p| (p.name.as_str(), p.count))
-            .collect::<Vec<_>>(),
+        pod_set_counts(&wl),
         vec![("workers", 2)],
         "a pod set per replicated job: 2 replicas x 1 pod"
     );

@@ -17,8 +17,8 @@ use baton_crds::constants::condition;
 use baton_crds::workload::Workload;
 use baton_e2e::harness::eventually;
 use baton_e2e::integrations::{
-    KindEnv, KindSetup, LONG, Timing, is_suspended, one_worker, owned_workload, queued_rayjob,
-    shipped_crd,
+    KindEnv, KindSetup, LONG, Timing, is_suspended, one_worker, owned_workload, pod_set_counts,
+    queued_rayjob, shipped_crd,
 };
 use baton_e2e::workers::is_admitted;
 use kube::ResourceExt;
@@ -76,14 +76,7 @@ async fn a_rayjob_runs_on_exactly_one_worker_and_its_status_follows() {
         workload_owned(&env.manager_workloads(), "ray").await
     })
     .await;
-    assert_eq!(
-        wl.spec
-            .pod_sets
-            .iter()
-            .map(|p| (p.name.as_str(), p.count))
-            .collect::<Vec<_>>(),
-        vec![("head", 1), ("workers", 2)]
-    );
+    assert_eq!(pod_set_counts(&wl), vec![("head", 1), ("workers", 2)]);
     let winner = eventually(WAIT, "admitted on a worker", || async {
         let status = workload_owned(&env.manager_workloads(), "ray")
             .await?

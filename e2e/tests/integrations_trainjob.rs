@@ -13,7 +13,9 @@ use baton_crds::conditions::is_condition_true;
 use baton_crds::constants::condition;
 use baton_crds::workload::Workload;
 use baton_e2e::harness::eventually;
-use baton_e2e::integrations::{KindEnv, KindSetup, integrations_dir, owned_workload, shipped_crd};
+use baton_e2e::integrations::{
+    KindEnv, KindSetup, integrations_dir, owned_workload, pod_set_counts, shipped_crd,
+};
 use baton_e2e::multikueue::Env;
 use kube::ResourceExt;
 use kube::api::DeleteParams;
@@ -37,6 +39,41 @@ fn runtime() -> Value {
     serde_saphyr::from_str(&text).expect("runtime YAML")
 }
 
+/// The clusters with Trainer's and JobSet's CRDs and the runtime, a shim on each worker and
+/// the manager when `manager` is given.
+async fn start(workers: usize, manager: Option<&str>) -> KindEnv {
+    KindSetup {
+        workers,
+        crds: &[
+            shipped_crd("trainer.kubeflow.org_trainjobs.yaml").expect("CRD"),
+            shipped_crd("trainer.kubeflow.org_clustertrainingruntimes.yaml").expect("CRD"),
+            shipped_crd("jobset.x-k8s.io_jobsets.yaml").expect("CRD"),
+        ],
+        objects: &[runtime()],
+        manager,
+    }
+    .start()
+    .await
+    .expect("environment")
+}
+
+/// TrainJob `train`, queued and suspended, on the example runtime with `num_nodes` nodes of
+/// 1 CPU; `managed_by`: its `spec.managedBy`, if any.
+fn trainjob(num_nodes: i32, managed_by: Option<&str>) -> Value {
+    let mut job = json!({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "train", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+            "annotations": {baton_e2e::jobs::RUN_SECONDS: "600"}},
+        "spec": {"runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime", "name": "torch-distributed"},
+            "suspend": true,
+            "trainer": {"numNodes": num_nodes, "image": "python:3.11-slim", "resourcesPerNode": {"requests": {"cpu": "1"}}}},
+    });
+    if let Some(by) = managed_by {
+        job["spec"]["managedBy"] = json!(by);
+    }
+    job
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trainjob_gets_its_workload_from_its_runtime_and_runs_its_copy_on_one_worker() {
     // A TrainJob runs as a JobSet, from the runtime applied on every cluster.
@@ -44,28 +81,13 @@ async fn a_trainjob_gets_its_workload_from_its_runtime_and_runs_its_copy_on_one_
         env,
         processes: _processes,
         resource: trainjobs,
-    } = KindSetup {
-        workers: WORKERS,
-        crds: &[
-            shipped_crd("trainer.kubeflow.org_trainjobs.yaml").expect("CRD"),
-            shipped_crd("trainer.kubeflow.org_clustertrainingruntimes.yaml").expect("CRD"),
-            shipped_crd("jobset.x-k8s.io_jobsets.yaml").expect("CRD"),
-        ],
-        objects: &[runtime()],
-        manager: Some("gcInterval: 1s\n"),
-    }
-    .start()
-    .await
-    .expect("environment");
+    } = start(WORKERS, Some("gcInterval: 1s\n")).await;
 
-    env.create_object(0, &trainjobs, json!({
-        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-        "metadata": {"name": "train", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
-            "annotations": {baton_e2e::jobs::RUN_SECONDS: "600"}},
-        "spec": {"runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime", "name": "torch-distributed"},
-            "suspend": true, "managedBy": "kueue.x-k8s.io/multikueue",
-            "trainer": {"numNodes": 3, "image": "python:3.11-slim", "resourcesPerNode": {"requests": {"cpu": "1"}}}},
-    }))
+    env.create_object(
+        0,
+        &trainjobs,
+        trainjob(3, Some("kueue.x-k8s.io/multikueue")),
+    )
     .await
     .expect("manager TrainJob");
     let wl = eventually(WAIT, "the TrainJob's Workload", || async {
@@ -73,11 +95,7 @@ async fn a_trainjob_gets_its_workload_from_its_runtime_and_runs_its_copy_on_one_
     })
     .await;
     assert_eq!(
-        wl.spec
-            .pod_sets
-            .iter()
-            .map(|p| (p.name.as_str(), p.count))
-            .collect::<Vec<_>>(),
+        pod_set_counts(&wl),
         vec![("node", 3)],
         "the runtime's replicated job, numNodes pods"
     );
@@ -182,40 +200,17 @@ async fn a_trainjob_queued_on_a_worker_gets_its_workload_from_its_runtime() {
         env,
         processes: _processes,
         resource: trainjobs,
-    } = KindSetup {
-        workers: 1,
-        crds: &[
-            shipped_crd("trainer.kubeflow.org_trainjobs.yaml").expect("CRD"),
-            shipped_crd("trainer.kubeflow.org_clustertrainingruntimes.yaml").expect("CRD"),
-            shipped_crd("jobset.x-k8s.io_jobsets.yaml").expect("CRD"),
-        ],
-        objects: &[runtime()],
-        manager: None,
-    }
-    .start()
-    .await
-    .expect("environment");
+    } = start(1, None).await;
 
-    env.create_object(1, &trainjobs, json!({
-        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-        "metadata": {"name": "train", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
-            "annotations": {baton_e2e::jobs::RUN_SECONDS: "600"}},
-        "spec": {"runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime", "name": "torch-distributed"},
-            "suspend": true,
-            "trainer": {"numNodes": 2, "image": "python:3.11-slim", "resourcesPerNode": {"requests": {"cpu": "1"}}}},
-    }))
-    .await
-    .expect("worker TrainJob");
+    env.create_object(1, &trainjobs, trainjob(2, None))
+        .await
+        .expect("worker TrainJob");
     let wl = eventually(WAIT, "the TrainJob's Workload on the worker", || async {
         owned_workload(&env.worker_workloads(1), "TrainJob", "train").await
     })
     .await;
     assert_eq!(
-        wl.spec
-            .pod_sets
-            .iter()
-            .map(|p| (p.name.as_str(), p.count))
-            .collect::<Vec<_>>(),
+        pod_set_counts(&wl),
         vec![("node", 2)],
         "the runtime's replicated job, numNodes pods"
     );

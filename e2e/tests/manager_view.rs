@@ -56,6 +56,25 @@ async fn view(env: &Env, name: &str) -> Option<BatonStatus> {
         .and_then(|w: Workload| w.status.and_then(|s| s.baton))
 }
 
+/// Submits workload `job`, waits for its replicas on both workers, and has worker-1 signal,
+/// then worker-2 a second later.
+async fn submit_and_signal(env: &Env) {
+    env.submit("job", 1).await.expect("submit");
+    for i in 1..=2 {
+        eventually(WAIT, &format!("replica on worker-{i}"), || async {
+            env.replica(i, "job").await
+        })
+        .await;
+    }
+    let t0 = Utc::now();
+    env.signal_gated(1, "job", t0)
+        .await
+        .expect("worker-1 signals");
+    env.signal_gated(2, "job", t0 + chrono::Duration::seconds(1))
+        .await
+        .expect("worker-2 signals");
+}
+
 /// The value of `column` in the row of `kubectl get kwl` (header-aligned columns).
 fn column(table: &str, row: &str, column: &str) -> String {
     baton_e2e::harness::table_cell(table, row, column)
@@ -76,21 +95,8 @@ fn fields(described: &str, name: &str) -> Vec<String> {
 async fn the_manager_workload_tells_the_whole_story() {
     let mut env = Env::start(2).await.expect("env");
     let _manager = env.start_manager(&config()).expect("manager");
-    env.submit("job", 1).await.expect("submit");
-    for i in 1..=2 {
-        eventually(WAIT, &format!("replica on worker-{i}"), || async {
-            env.replica(i, "job").await
-        })
-        .await;
-    }
+    submit_and_signal(&env).await;
     let (w1, w2) = (env.cluster(1), env.cluster(2));
-    let t0 = Utc::now();
-    env.signal_gated(1, "job", t0)
-        .await
-        .expect("worker-1 signals");
-    env.signal_gated(2, "job", t0 + chrono::Duration::seconds(1))
-        .await
-        .expect("worker-2 signals");
 
     // Worker-1 holds the baton, worker-2 waits, first in line, until the pass time.
     let first = eventually(WAIT, "worker-1 holds, worker-2 waits", || async {
@@ -247,20 +253,7 @@ async fn where_upstreams_crd_prunes_the_view_it_is_not_sent_again() {
     let path = upstream.display().to_string();
     env.kubectl("manager", &["replace", "-f", &path]);
     let manager = env.start_manager(&config()).expect("manager");
-    env.submit("job", 1).await.expect("submit");
-    for i in 1..=2 {
-        eventually(WAIT, &format!("replica on worker-{i}"), || async {
-            env.replica(i, "job").await
-        })
-        .await;
-    }
-    let t0 = Utc::now();
-    env.signal_gated(1, "job", t0)
-        .await
-        .expect("worker-1 signals");
-    env.signal_gated(2, "job", t0 + chrono::Duration::seconds(1))
-        .await
-        .expect("worker-2 signals");
+    submit_and_signal(&env).await;
     // The view falls due once worker-1's opening is quiet; its write comes back pruned.
     eventually(
         WAIT,
