@@ -11,6 +11,7 @@ pub mod job_controller;
 pub mod kinds;
 pub mod memory;
 pub mod object_controller;
+pub mod owner_index;
 pub mod queue_writer;
 pub mod replica_cache;
 pub mod room_watch;

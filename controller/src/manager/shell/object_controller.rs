@@ -144,7 +144,8 @@ impl Adapter for KindAdapter<'_> {
 }
 
 /// The object's manager Workload: the one it controls, by owner uid (an external kind's
-/// integration names it as it likes).
+/// integration names it as it likes): by Baton's name for it, else through the owner index
+/// (no scan of the Workloads).
 fn find_workload(
     ctx: &Context,
     kind: &Kind,
@@ -159,10 +160,14 @@ fn find_workload(
     by_name
         .filter(|wl| controlling_owner(kind, wl).is_some_and(|o| o.uid == uid))
         .or_else(|| {
-            ctx.stores.workloads.state().into_iter().find(|wl| {
-                wl.namespace().as_deref() == Some(namespace)
-                    && controlling_owner(kind, wl).is_some_and(|o| o.uid == uid)
-            })
+            let key = ctx.stores.owners.get(uid)?;
+            ctx.stores
+                .workloads
+                .get(&ObjectRef::new(key.name()).within(key.namespace()))
+                .filter(|wl| {
+                    wl.namespace().as_deref() == Some(namespace)
+                        && controlling_owner(kind, wl).is_some_and(|o| o.uid == uid)
+                })
         })
 }
 

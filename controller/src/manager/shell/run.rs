@@ -34,6 +34,7 @@ use crate::manager::shell::job_controller;
 use crate::manager::shell::kinds::KindWakeups;
 use crate::manager::shell::memory::FORGET_EVERY;
 use crate::manager::shell::object_controller;
+use crate::manager::shell::owner_index::OwnerIndex;
 use crate::manager::shell::queue_writer::keep_queue_status;
 use crate::manager::shell::stores::{ManagerStores, strip_manager_workload};
 use crate::manager::shell::workers::{Connected, Triggers, WorkerPool};
@@ -147,12 +148,14 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
     let (clusters, secrets) = follow_clusters(&client, &config, &namespace, &pool, &wake);
     let memories = Arc::new(Memories::default());
     tokio::spawn(forget_expired(memories.clone()));
+    let owners = Arc::new(OwnerIndex::default());
     let controller = workload_controller(
         Api::<Workload>::all(client.clone()),
         &wake,
         memories.clone(),
+        owners.clone(),
     );
-    let stores = routing_caches(&client, controller.store(), clusters, &wake);
+    let stores = routing_caches(&client, (controller.store(), owners), clusters, &wake);
     let classes = ClassStores::watch(&client, &wake.admission);
     let shared = Shared {
         stores: stores.clone(),
@@ -256,6 +259,7 @@ fn workload_controller(
     api: Api<Workload>,
     wake: &Wake,
     memories: Arc<Memories>,
+    owners: Arc<OwnerIndex>,
 ) -> Controller<Workload> {
     use futures::TryStreamExt;
     let (reader, writer) = reflector::store::<Workload>();
@@ -268,6 +272,7 @@ fn workload_controller(
             if let watcher::Event::Apply(wl) | watcher::Event::InitApply(wl) = event {
                 memories.cache_holds(wl);
             }
+            owners.apply(event);
             if wakes_admission(event) {
                 let _ = admission.send(());
             }
@@ -348,7 +353,7 @@ fn new_context(
 /// loop and recomputes the queues' status.
 fn routing_caches(
     client: &Client,
-    workloads: Store<Workload>,
+    (workloads, owners): (Store<Workload>, Arc<OwnerIndex>),
     clusters: Store<MultiKueueCluster>,
     wake: &Wake,
 ) -> ManagerStores {
@@ -363,6 +368,7 @@ fn routing_caches(
     });
     ManagerStores {
         workloads,
+        owners,
         local_queues: spec_cache::<LocalQueue>(Api::all(client.clone()), routing_tx.clone()),
         cluster_queues: spec_cache::<ClusterQueue>(Api::all(client.clone()), routing_tx.clone()),
         admission_checks: spec_cache::<AdmissionCheck>(

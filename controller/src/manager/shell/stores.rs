@@ -19,6 +19,8 @@ pub struct ManagerStores {
     pub admission_checks: Store<AdmissionCheck>,
     pub configs: Store<MultiKueueConfig>,
     pub clusters: Store<MultiKueueCluster>,
+    /// The manager Workloads by the uid of the object controlling them.
+    pub owners: Arc<crate::manager::shell::owner_index::OwnerIndex>,
 }
 
 impl ManagerStores {
