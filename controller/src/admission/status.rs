@@ -125,37 +125,22 @@ pub fn admitted(
 
 /// Could reserve quota by preempting, but a Closed gate forbids it. `cost` is what that
 /// preemption would evict (`status.preemptionCost`, read by the manager's LeastDisruption
-/// policy), written in the same update as the signal.
+/// policy), written in the same update as the signal. The transition time of a True signal
+/// stays put: it is the FCFS timestamp. One that said room was expected (another reason) is
+/// a new signal, with a new time.
 pub fn gated(
     workload: &Workload,
     message: &str,
     cost: PreemptionCost,
     now: DateTime<Utc>,
 ) -> Option<WorkloadStatus> {
-    with_status(workload, now, |s, now| {
-        let mut changed = set(
-            s,
-            condition::QUOTA_RESERVED,
-            ConditionStatus::False,
-            reason::PENDING,
-            message,
-            now,
-        );
-        // The transition time of a True condition stays put: it is the FCFS timestamp. One
-        // that said room was expected (another reason) is a new signal, with a new time.
-        changed |= drop_room_expected(s);
-        changed |= set(
-            s,
-            condition::QUOTA_RESERVATION_BLOCKED,
-            ConditionStatus::True,
-            reason::PREEMPTION_GATED,
-            message,
-            now,
-        );
-        changed |= s.preemption_cost != Some(cost);
-        s.preemption_cost = Some(cost);
-        changed
-    })
+    signal(
+        workload,
+        (reason::PREEMPTION_GATED, message),
+        |r| r == reason::ROOM_EXPECTED,
+        cost,
+        now,
+    )
 }
 
 /// Will fit without eviction once workloads already stopping are gone, within `within`
@@ -169,6 +154,30 @@ pub fn room_expected(
     within: i64,
     now: DateTime<Utc>,
 ) -> Option<WorkloadStatus> {
+    let cost = PreemptionCost {
+        victims: 0,
+        highest_priority: 0,
+        pods: 0,
+        stop_seconds: Some(within.max(0)),
+    };
+    signal(
+        workload,
+        (reason::ROOM_EXPECTED, message),
+        |r| r != reason::ROOM_EXPECTED,
+        cost,
+        now,
+    )
+}
+
+/// Pending, with the `QuotaReservationBlocked` signal `(why, message)` and its cost. A True
+/// signal whose reason `ends` is removed first, so that the new one starts with its own time.
+fn signal(
+    workload: &Workload,
+    (why, message): (&str, &str),
+    ends: impl Fn(&str) -> bool,
+    cost: PreemptionCost,
+    now: DateTime<Utc>,
+) -> Option<WorkloadStatus> {
     with_status(workload, now, |s, now| {
         let mut changed = set(
             s,
@@ -178,42 +187,25 @@ pub fn room_expected(
             message,
             now,
         );
-        let gated = find_condition(&s.conditions, condition::QUOTA_RESERVATION_BLOCKED)
-            .is_some_and(|c| c.status == "True" && c.reason != reason::ROOM_EXPECTED);
-        if gated {
-            s.conditions
-                .retain(|c| c.type_ != condition::QUOTA_RESERVATION_BLOCKED);
-            changed = true;
-        }
+        let before = s.conditions.len();
+        s.conditions.retain(|c| {
+            !(c.type_ == condition::QUOTA_RESERVATION_BLOCKED
+                && c.status == "True"
+                && ends(&c.reason))
+        });
+        changed |= s.conditions.len() != before;
         changed |= set(
             s,
             condition::QUOTA_RESERVATION_BLOCKED,
             ConditionStatus::True,
-            reason::ROOM_EXPECTED,
+            why,
             message,
             now,
         );
-        let cost = PreemptionCost {
-            victims: 0,
-            highest_priority: 0,
-            pods: 0,
-            stop_seconds: Some(within.max(0)),
-        };
         changed |= s.preemption_cost != Some(cost);
         s.preemption_cost = Some(cost);
         changed
     })
-}
-
-/// A `RoomExpected` signal gives way to a `PreemptionGated` one with its own time: removed.
-fn drop_room_expected(s: &mut WorkloadStatus) -> bool {
-    let before = s.conditions.len();
-    s.conditions.retain(|c| {
-        !(c.type_ == condition::QUOTA_RESERVATION_BLOCKED
-            && c.status == "True"
-            && c.reason == reason::ROOM_EXPECTED)
-    });
-    s.conditions.len() != before
 }
 
 /// No longer gated: the cost of a preemption that is not waiting any more goes away.

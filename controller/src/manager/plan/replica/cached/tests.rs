@@ -32,6 +32,16 @@ fn manager() -> Workload {
     wl
 }
 
+/// The manager's workload as a gated replica, no priority resolved.
+fn gated_replica() -> Workload {
+    build_replica(
+        &manager(),
+        None,
+        "mk",
+        baton_core::ungate::ReplicaGating::Gated,
+    )
+}
+
 fn with_condition(mut wl: Workload, type_: &str, reason: &str, secs: i64) -> Workload {
     let status = wl.status.get_or_insert_with(Default::default);
     set_condition(
@@ -139,12 +149,7 @@ fn a_class_change_is_updatable_in_place_only_between_workload_priority_classes()
 #[test]
 fn a_finish_out_of_sync_is_recorded_and_never_mirrored() {
     let full = with_condition(
-        build_replica(
-            &manager(),
-            None,
-            "mk",
-            baton_core::ungate::ReplicaGating::Gated,
-        ),
+        gated_replica(),
         condition::FINISHED,
         reason::OUT_OF_SYNC,
         10,
@@ -152,17 +157,7 @@ fn a_finish_out_of_sync_is_recorded_and_never_mirrored() {
     let replica = CachedReplica::compact(&full);
     assert!(replica.finished_out_of_sync());
     assert!(replica.mirrored().is_empty());
-    let done = with_condition(
-        build_replica(
-            &manager(),
-            None,
-            "mk",
-            baton_core::ungate::ReplicaGating::Gated,
-        ),
-        condition::FINISHED,
-        "Succeeded",
-        10,
-    );
+    let done = with_condition(gated_replica(), condition::FINISHED, "Succeeded", 10);
     let replica = CachedReplica::compact(&done);
     assert!(!replica.finished_out_of_sync());
     assert_eq!(replica.mirrored().len(), 1);
@@ -193,12 +188,7 @@ fn a_pod_template_change_is_seen_though_the_record_keeps_no_template() {
 
 #[test]
 fn a_pending_signalling_replica_is_read_as_the_ungating_rule_reads_it() {
-    let mut full = build_replica(
-        &manager(),
-        None,
-        "mk",
-        baton_core::ungate::ReplicaGating::Gated,
-    );
+    let mut full = gated_replica();
     full.metadata.uid = Some("u-1".into());
     full.metadata.resource_version = Some("7".into());
     full.metadata
@@ -233,12 +223,7 @@ fn a_pending_signalling_replica_is_read_as_the_ungating_rule_reads_it() {
 
 #[test]
 fn an_admitted_then_evicted_winner_keeps_times_reasons_and_mirrored_conditions() {
-    let full = build_replica(
-        &manager(),
-        None,
-        "mk",
-        baton_core::ungate::ReplicaGating::Gated,
-    );
+    let full = gated_replica();
     let full = with_condition(full, condition::QUOTA_RESERVED, "QuotaReserved", 20);
     let full = with_condition(full, condition::ADMITTED, "Admitted", 21);
     let full = with_condition(full, condition::POD_READY, "PodsReady", 22);
@@ -255,23 +240,13 @@ fn an_admitted_then_evicted_winner_keeps_times_reasons_and_mirrored_conditions()
 
 #[test]
 fn an_admission_or_an_open_gate_means_it_may_have_preempted() {
-    let mut full = build_replica(
-        &manager(),
-        None,
-        "mk",
-        baton_core::ungate::ReplicaGating::Gated,
-    );
+    let mut full = gated_replica();
     full.status = Some(WorkloadStatus {
         admission: Some(Admission::default()),
         ..Default::default()
     });
     assert!(CachedReplica::compact(&full).may_have_preempted());
-    let mut full = build_replica(
-        &manager(),
-        None,
-        "mk",
-        baton_core::ungate::ReplicaGating::Gated,
-    );
+    let mut full = gated_replica();
     set_gate_state(
         full.status.get_or_insert_with(Default::default),
         MULTIKUEUE_GATE,
@@ -288,12 +263,7 @@ fn an_admission_or_an_open_gate_means_it_may_have_preempted() {
             .and_then(|g| g.since),
         Some(at(50))
     );
-    let closed = CachedReplica::compact(&build_replica(
-        &manager(),
-        None,
-        "mk",
-        baton_core::ungate::ReplicaGating::Gated,
-    ));
+    let closed = CachedReplica::compact(&gated_replica());
     assert_eq!(
         closed.clone().with_open_time(at(50)),
         closed,
@@ -303,12 +273,7 @@ fn an_admission_or_an_open_gate_means_it_may_have_preempted() {
 
 #[test]
 fn a_pending_replica_is_a_record_without_rare_parts() {
-    let mut full = build_replica(
-        &manager(),
-        None,
-        "mk",
-        baton_core::ungate::ReplicaGating::Gated,
-    );
+    let mut full = gated_replica();
     full.metadata.uid = Some("348f8e46-0c5c-4b77-8aff-aeab87be8b60".into());
     full.metadata.resource_version = Some("6138".into());
     let cached = CachedReplica::compact(&full);
@@ -324,12 +289,7 @@ fn a_pending_replica_is_a_record_without_rare_parts() {
 
 #[test]
 fn a_version_in_an_unusual_form_is_kept_but_moves_nothing_a_reader_sees() {
-    let mut full = build_replica(
-        &manager(),
-        None,
-        "mk",
-        baton_core::ungate::ReplicaGating::Gated,
-    );
+    let mut full = gated_replica();
     full.metadata.uid = Some("u-1".into());
     full.metadata.resource_version = Some("v1".into());
     let first = CachedReplica::compact(&full);
@@ -354,12 +314,7 @@ fn a_version_in_an_unusual_form_is_kept_but_moves_nothing_a_reader_sees() {
 fn every_signal_reason_is_read_back_as_the_ungating_rule_reads_it() {
     for reason in ["PreemptionGated", "RoomExpected", "SomethingElse", ""] {
         let full = with_condition(
-            build_replica(
-                &manager(),
-                None,
-                "mk",
-                baton_core::ungate::ReplicaGating::Gated,
-            ),
+            gated_replica(),
             condition::QUOTA_RESERVATION_BLOCKED,
             reason,
             10,
