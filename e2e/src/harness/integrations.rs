@@ -10,7 +10,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 /// Errors reading the integration CRDs.
 #[derive(Debug, thiserror::Error)]
 pub enum IntegrationsError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path} (set BATON_SHARED_DIR to the shared/ directory)")]
     Read {
         path: String,
         #[source]
