@@ -2,6 +2,7 @@
 //! the scheduling cycle. No clock reads, no I/O.
 
 pub mod assign;
+pub mod batch;
 pub mod cycle;
 pub mod model;
 mod oracle;

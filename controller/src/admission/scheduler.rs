@@ -44,6 +44,7 @@ use super::writes::{Rules, Write, upkeep_writes, writes_for};
 use crate::metrics::{ClassLabel, ErrorLabel, Metrics, PendingLabel, QueueLabel};
 use crate::queue_status::{self, Inactive, QueueInputs, queue_statuses};
 use crate::watch::strip_managed_fields;
+use baton_core::admission::batch;
 use baton_core::admission::cycle::{Decision, Outcome};
 use baton_core::admission::model::{PendingModel, QueueModel, Snapshot};
 use baton_core::admission::step::LoopMemory;
@@ -168,7 +169,7 @@ fn merged_workloads(shell: &Shell, state: &mut LoopState) -> Vec<Arc<Workload>> 
     for wl in &mut out {
         let key = WorkloadKey::of(wl);
         if let Some((replaced, written)) = state.overlay.get(&key)
-            && replaced.contains(&wl.resource_version())
+            && stands_in(replaced, wl)
         {
             *wl = written.clone();
             keep.insert(key);
@@ -176,6 +177,12 @@ fn merged_workloads(shell: &Shell, state: &mut LoopState) -> Vec<Arc<Workload>> 
     }
     state.overlay.retain(|k, _| keep.contains(k));
     out
+}
+
+/// Whether a written copy still stands in for the cached object: the cache shows a version
+/// the writes replaced, so it has not caught up with them yet.
+fn stands_in(replaced: &[Option<String>], cached: &Workload) -> bool {
+    replaced.contains(&cached.resource_version())
 }
 
 /// One scheduling cycle: decide (the core's step), write, and keep the queues' status.
@@ -209,8 +216,13 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
         .scheduling_cycle_duration
         .observe(started.elapsed().as_secs_f64());
 
-    let writes = cycle_writes(shell, state, &decisions, &built, &models, &inputs, now);
+    let (writes, more) = cycle_writes(shell, state, &decisions, &built, &models, &inputs, now);
     execute(shell, state, writes).await;
+    if more == More::Left {
+        // The decisions left out are decided again, from what the cache then shows.
+        state.resync();
+        let _ = shell.wake.send(());
+    }
 
     if keep_queue_status(shell, state) {
         let (scope, cqs, lqs) = (&inputs.scope, &inputs.cqs, &inputs.lqs);
@@ -295,9 +307,17 @@ fn decide(
     decisions
 }
 
-/// The writes of a cycle: those its decisions call for (each counted), the Inadmissible
-/// status of workloads the snapshot could not use, and the upkeep of workloads that hold
-/// quota (for workloads nothing else writes).
+/// Whether a cycle left decisions to the next one ([`batch`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum More {
+    None,
+    Left,
+}
+
+/// The writes of a cycle: those its decisions call for (each counted; past
+/// [`batch::WRITES_PER_CYCLE`] a tail of them may be left to the next cycle, see
+/// [`batch`]), the Inadmissible status of workloads the snapshot could not use, and the
+/// upkeep of workloads that hold quota (for workloads nothing else writes).
 fn cycle_writes(
     shell: &Shell,
     state: &LoopState,
@@ -306,7 +326,7 @@ fn cycle_writes(
     models: &[QueueModel],
     inputs: &Inputs,
     now: DateTime<Utc>,
-) -> Vec<Write> {
+) -> (Vec<Write>, More) {
     let by_key: HashMap<WorkloadKey, Arc<Workload>> = inputs
         .workloads
         .iter()
@@ -318,7 +338,13 @@ fn cycle_writes(
         .map(|p| (&p.workload.key, models[p.queue].name.as_str()))
         .collect();
     let mut writes = Vec::new();
-    for decision in decisions {
+    let mut more = More::None;
+    let deferrable_from = batch::deferrable_from(decisions);
+    for (index, decision) in decisions.iter().enumerate() {
+        if batch::cut(index, deferrable_from, writes.len()) {
+            more = More::Left;
+            break;
+        }
         tracing::debug!(workload = %decision.key, outcome = ?decision.outcome, set_aside = decision.set_aside, "decision");
         let Some(wl) = by_key.get(&decision.key) else {
             continue;
@@ -344,7 +370,7 @@ fn cycle_writes(
             .into_iter()
             .filter(|w| !written.contains(&WorkloadKey::of(&w.workload))),
     );
-    writes
+    (writes, more)
 }
 
 /// Victims evicted for a preemptor that is gone before it reserved quota (a MultiKueue
