@@ -18,4 +18,5 @@ pub mod room_watch;
 pub mod room_writer;
 pub mod run;
 pub mod stores;
+pub mod wake_queue;
 pub mod workers;

@@ -37,6 +37,7 @@ use crate::manager::shell::object_controller;
 use crate::manager::shell::owner_index::OwnerIndex;
 use crate::manager::shell::queue_writer::keep_queue_status;
 use crate::manager::shell::stores::{ManagerStores, strip_manager_workload};
+use crate::manager::shell::wake_queue;
 use crate::manager::shell::workers::{Connected, Triggers, WorkerPool};
 use crate::shutdown::Shutdown;
 use crate::watch::{Watchable, cache, spec_cache, strip_managed_fields, synced};
@@ -53,7 +54,7 @@ const RECONCILE_CONCURRENCY: u16 = 64;
 #[derive(Clone)]
 struct Wake {
     /// One manager Workload to reconcile.
-    refs: mpsc::UnboundedSender<ObjectRef<Workload>>,
+    refs: wake_queue::WakeSender,
     /// Every manager Workload.
     all: mpsc::UnboundedSender<()>,
     /// One manager Job.
@@ -73,7 +74,7 @@ struct Woken {
 }
 
 struct ControllerWakeups {
-    refs: mpsc::UnboundedReceiver<ObjectRef<Workload>>,
+    refs: wake_queue::WakeReceiver,
     all: mpsc::UnboundedReceiver<()>,
     jobs: mpsc::UnboundedReceiver<ObjectRef<Job>>,
 }
@@ -94,7 +95,7 @@ fn kind_channels(kinds: &[Kind]) -> (KindWakeups, KindsWoken) {
 }
 
 fn wake_channels(kinds: KindWakeups) -> (Wake, Woken) {
-    let (refs, refs_rx) = mpsc::unbounded_channel();
+    let (refs, refs_rx) = wake_queue::channel();
     let (all, all_rx) = mpsc::unbounded_channel();
     let (jobs, jobs_rx) = mpsc::unbounded_channel();
     let (admission, admission_rx) = mpsc::unbounded_channel();
@@ -429,7 +430,7 @@ async fn run_controllers(
 ) {
     let workloads_running = controller
         .with_config(controller::Config::default().concurrency(RECONCILE_CONCURRENCY))
-        .reconcile_on(UnboundedReceiverStream::new(woken.refs))
+        .reconcile_on(woken.refs)
         .reconcile_all_on(UnboundedReceiverStream::new(woken.all))
         .graceful_shutdown_on(shutdown.clone().requested())
         .run(reconcile, error_policy, context.clone())

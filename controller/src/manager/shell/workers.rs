@@ -8,11 +8,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use baton_crds::MultiKueueCluster;
 use baton_crds::conditions::{ConditionStatus, NewCondition, set_condition};
 use baton_crds::constants::job::PREBUILT_WORKLOAD_LABEL;
 use baton_crds::constants::{MULTIKUEUE_ORIGIN_LABEL, condition, reason};
 use baton_crds::workload::Workload;
+use baton_crds::{MultiKueueCluster, WorkloadKey};
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
@@ -34,6 +34,7 @@ use crate::manager::plan::kubeconfig::KubeconfigProblem;
 use crate::manager::shell::kinds::{KindWakeups, watch_copies};
 use crate::manager::shell::replica_cache::{ReplicaCache, WorkloadNames};
 use crate::manager::shell::room_watch::{RoomCache, watch_queues};
+use crate::manager::shell::wake_queue::WakeSender;
 use crate::metrics::Metrics;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -70,7 +71,7 @@ pub struct Connected {
 /// workload is looked at again (`all`).
 #[derive(Clone)]
 pub struct Triggers {
-    pub refs: UnboundedSender<ObjectRef<Workload>>,
+    pub refs: WakeSender,
     pub jobs: UnboundedSender<ObjectRef<Job>>,
     pub all: UnboundedSender<()>,
     /// A copy of an object of another kind changed: its manager object's reconciler.
@@ -79,7 +80,7 @@ pub struct Triggers {
 
 impl Triggers {
     fn replica(&self, obj: &Workload) {
-        let _ = self.refs.send(ObjectRef::from_obj(obj));
+        self.refs.wake(WorkloadKey::of(obj));
     }
     fn job(&self, obj: &Job) {
         let _ = self.jobs.send(ObjectRef::from_obj(obj));
