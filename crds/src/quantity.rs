@@ -132,9 +132,12 @@ fn format_milli_string(milli: i128) -> String {
     units.to_string()
 }
 
-/// Amounts per resource name, in milli-units.
+/// Amounts per resource name, in milli-units, sorted by name. A small sorted list: a pod
+/// asks for one to a few resources, where a `BTreeMap` allocates a node for eleven, and the
+/// admission loop builds two of these per pod set of every workload in each cycle (issue 23:
+/// about 0.9 KB per workload of the manager's peak at 10,000 workloads).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Resources(pub BTreeMap<String, i128>);
+pub struct Resources(pub crate::workload::SmallMap<String, i128>);
 
 impl Resources {
     pub fn new() -> Self {
@@ -273,7 +276,9 @@ mod tests {
         assert_eq!(a.get("cpu"), 1500);
         assert_eq!(a.get("memory"), 7);
         assert_eq!(a.get("gpu"), 0);
-        a.max_with(&Resources([("cpu".to_string(), 4000)].into()));
+        a.max_with(&Resources(
+            [("cpu".to_string(), 4000)].into_iter().collect(),
+        ));
         assert_eq!(a.get("cpu"), 4000);
         assert_eq!(a.scaled(3).get("memory"), 21);
         assert_eq!(a.to_string(), "cpu=4,memory=7m");
