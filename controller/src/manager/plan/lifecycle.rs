@@ -433,6 +433,11 @@ fn check_state_name(state: CheckState) -> &'static str {
     }
 }
 
+/// Up to this many clusters the check's message names them; past it, it counts them, as
+/// `nominatedClusterNames` names them all: every manager Workload keeps its message, and
+/// with 50 workers a list of names would be most of it.
+const NAMED_IN_MESSAGE: usize = 3;
+
 /// Where the workload was dispatched: `nominatedClusterNames` and the check's message,
 /// written only once the reservation is [`DISPATCH_NOTE_DELAY`] old.
 fn note_dispatch(
@@ -449,10 +454,17 @@ fn note_dispatch(
             "no worker cluster of MultiKueueConfig {} is connected",
             route.config
         )
-    } else {
+    } else if clusters.len() <= NAMED_IN_MESSAGE {
         format!(
             "dispatched to {} ({connected} of {} worker clusters connected)",
             clusters.join(", "),
+            route.clusters.len()
+        )
+    } else {
+        format!(
+            "dispatched to {} worker clusters, named in nominatedClusterNames ({connected} of \
+             {} connected)",
+            clusters.len(),
             route.clusters.len()
         )
     };

@@ -746,7 +746,27 @@ fn the_dispatch_note_waits_a_few_seconds_after_the_reservation() {
     let due = run(&wl, &clusters, &BTreeMap::new(), 5);
     let status = due.status.expect("the note is written once due");
     assert_eq!(status.nominated_cluster_names, vec!["w1", "w2", "w3"]);
-    assert!(status.admission_checks[0].message.contains("dispatched to"));
+    let message = &status.admission_checks[0].message;
+    assert!(
+        message.starts_with("dispatched to w1, w2, w3 ("),
+        "{message}"
+    );
+}
+
+#[test]
+fn past_three_clusters_the_dispatch_note_counts_them() {
+    let mut wl = manager();
+    let status = wl.status.as_mut().expect("status");
+    set_check(status, "mk", CheckState::Pending, String::new(), t(0));
+    let clusters = active(&["w1", "w2", "w3", "w4"]);
+    let due = run(&wl, &clusters, &BTreeMap::new(), 5);
+    let status = due.status.expect("the note is written once due");
+    assert_eq!(status.nominated_cluster_names, vec!["w1", "w2", "w3", "w4"]);
+    let message = &status.admission_checks[0].message;
+    assert!(
+        message.starts_with("dispatched to 4 worker clusters, named in nominatedClusterNames ("),
+        "{message}"
+    );
 }
 
 #[test]
