@@ -89,6 +89,7 @@ umoci config --image "$layout:$tag" --no-history \
     --config.user 65532:65532 \
     --config.workingdir / \
     --config.env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
+    --config.env MIMALLOC_PURGE_DELAY=0 \
     --config.label "org.opencontainers.image.title=baton" \
     --config.label "org.opencontainers.image.description=Kueue-style multi-cluster preemption orchestrator (manager and worker shim)" \
     --config.label "org.opencontainers.image.version=$version" \
