@@ -12,9 +12,11 @@ use serde::{Deserialize, Serialize};
 use crate::schema;
 
 mod baton;
+mod cluster_names;
 mod shrink;
 mod template;
 pub use baton::{BatonStatus, ReplicaBaton};
+pub use cluster_names::ClusterNames;
 pub use template::PodTemplate;
 
 /// A map of a few entries kept as one sorted list (serialised as a JSON object): a pod
@@ -301,9 +303,9 @@ pub struct WorkloadStatus {
 
     /// Worker clusters the manager currently dispatches the workload to (at most 100, as a
     /// MultiKueueConfig; upstream Kueue: 20).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
     #[schemars(length(max = 100), inner(length(max = 256)), extend("x-kubernetes-list-type" = "atomic"))]
-    pub nominated_cluster_names: Vec<String>,
+    pub nominated_cluster_names: ClusterNames,
 
     /// The worker cluster where the workload was admitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]

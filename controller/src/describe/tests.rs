@@ -239,7 +239,7 @@ fn the_summary_covers_every_standing() {
     let mut quiet = waiting();
     if let Some(s) = quiet.status.as_mut() {
         s.baton = None;
-        s.nominated_cluster_names = vec!["w1".into(), "w2".into()];
+        s.nominated_cluster_names = vec!["w1".to_string(), "w2".to_string()].into();
     }
     assert_eq!(story_now(&quiet), "dispatched to w1, w2");
     if let Some(s) = quiet.status.as_mut() {

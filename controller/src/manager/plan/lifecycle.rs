@@ -468,7 +468,7 @@ fn note_dispatch(
             route.clusters.len()
         )
     };
-    status.nominated_cluster_names = clusters.to_vec();
+    status.nominated_cluster_names = clusters.into();
     set_check(status, &route.check, CheckState::Pending, message, now);
     if let Some(wait) = dispatch_note_wait(&before, status, &route.check, now) {
         // Most workloads are admitted within seconds: their status then says where they
