@@ -61,19 +61,17 @@
 //! - `W=20` (× 1,000, both dispatchers, all phases): 3.6 min;
 //! - `W=10 N=10000 D=AllAtOnce P=pending`, the memory shape (100,000 pending
 //!   replicas): 2.2 min; with `P=throughput`: 5–6 min (10,000 admissions at 27–33/s);
-//! - `W=3 N=50000 D=AllAtOnce P=pending` (150,000 replicas; manager 4.5 GiB, testbed side
-//!   0.9 GiB): 5.4 min; with `P=throughput`: 8.4 min (103 workloads/s: the benchmark's own
-//!   submission, 184 creates/s, sets the pace).
-//!
+//! - `W=3 N=50000 D=AllAtOnce P=pending` (150,000 replicas; testbed side 0.9 GiB, the
+//!   manager 4.5 GiB in the first round, before its caches were compacted): 5.4 min; with `P=throughput`: 8.4 min (103 workloads/s: the benchmark's own
+//!   submission, 184 creates/s, sets the pace);
 //! - `W=50 P=throughput,gate` (× 1,000, both dispatchers): 4.7 min (AllAtOnce 3.9 min of it).
 //!
 //! The largest shapes a developer can run: one phase at a time, as above. Memory is the
-//! limit on this 24 GiB machine: once quiet the manager holds about 6.1 KB per workload and
-//! 389 bytes per cached replica (131 MiB at 10,000 × 10 AllAtOnce pending, 168 MiB at
-//! 10,000 × 20; peaks 30–38 MiB higher), the testbed side about 0.5 GiB and 0.8 GiB there;
-//! 50,000 workloads × 20 workers AllAtOnce (1,000,000 replicas) would need about 700 MiB for
-//! the manager and several GiB for the testbed side. `W=20 N=10000 D=AllAtOnce P=pending`
-//! took 2.5 min.
+//! limit on this 24 GiB machine, on the testbed side more than the manager's: `W=20 N=50000
+//! D=AllAtOnce P=pending` (1,000,000 replicas) took 7.5 min and held 3.1 GiB on the testbed
+//! side, the manager 466 MiB at its peak and 359 MiB once quiet (2026-11-27, load 2.4–3.1;
+//! the README's benchmark section has the other shapes). Run the manager as the image runs
+//! it: the harness sets `MIMALLOC_PURGE_DELAY=0` as the `Dockerfile` does.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

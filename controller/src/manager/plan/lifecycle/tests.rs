@@ -732,21 +732,26 @@ fn least_disruption_collects_then_opens_the_cheapest_and_waits_for_new_replicas(
     assert_eq!(plan.open_gate.map(|g| g.cluster), Some("w2".into()));
 }
 
-#[test]
-fn the_dispatch_note_waits_a_few_seconds_after_the_reservation() {
-    // Reserved at t(0) with its check Pending (as the admission loop writes it).
+/// A workload reserved at t(0) with its check Pending (as the admission loop writes it),
+/// dispatched to `clusters`: the plan at 2 s, and the status written at 5 s.
+fn dispatch_note(clusters: &[&str]) -> (Plan, WorkloadStatus) {
     let mut wl = manager();
     let status = wl.status.as_mut().expect("status");
     set_check(status, "mk", CheckState::Pending, String::new(), t(0));
-    let clusters = active(&["w1", "w2", "w3"]);
-    let early = run(&wl, &clusters, &BTreeMap::new(), 2);
+    let clusters = active(clusters);
+    let at = |secs| run(&wl, &clusters, &BTreeMap::new(), secs);
+    let due = at(5).status.expect("the note is written once due");
+    (at(2), due)
+}
+
+#[test]
+fn the_dispatch_note_waits_a_few_seconds_after_the_reservation() {
+    let (early, due) = dispatch_note(&["w1", "w2", "w3"]);
     assert_eq!(early.create, vec!["w1", "w2", "w3"], "dispatched at once");
     assert_eq!(early.status, None, "the note waits");
     assert_eq!(early.requeue_after, Some(Duration::from_secs(3)));
-    let due = run(&wl, &clusters, &BTreeMap::new(), 5);
-    let status = due.status.expect("the note is written once due");
-    assert_eq!(status.nominated_cluster_names, vec!["w1", "w2", "w3"]);
-    let message = &status.admission_checks[0].message;
+    assert_eq!(due.nominated_cluster_names, vec!["w1", "w2", "w3"]);
+    let message = &due.admission_checks[0].message;
     assert!(
         message.starts_with("dispatched to w1, w2, w3 ("),
         "{message}"
@@ -755,18 +760,10 @@ fn the_dispatch_note_waits_a_few_seconds_after_the_reservation() {
 
 #[test]
 fn past_three_clusters_the_dispatch_note_counts_them() {
-    let mut wl = manager();
-    let status = wl.status.as_mut().expect("status");
-    set_check(status, "mk", CheckState::Pending, String::new(), t(0));
-    let clusters = active(&["w1", "w2", "w3", "w4"]);
-    let due = run(&wl, &clusters, &BTreeMap::new(), 5);
-    let status = due.status.expect("the note is written once due");
-    assert_eq!(status.nominated_cluster_names, vec!["w1", "w2", "w3", "w4"]);
-    let message = &status.admission_checks[0].message;
-    assert!(
-        message.starts_with("dispatched to 4 worker clusters, named in nominatedClusterNames ("),
-        "{message}"
-    );
+    let (_, due) = dispatch_note(&["w1", "w2", "w3", "w4"]);
+    assert_eq!(due.nominated_cluster_names, vec!["w1", "w2", "w3", "w4"]);
+    let counted = "dispatched to 4 worker clusters, named in nominatedClusterNames (";
+    assert!(due.admission_checks[0].message.starts_with(counted));
 }
 
 #[test]
