@@ -68,9 +68,9 @@
 //!
 //! The largest shapes a developer can run: one phase at a time, as above. Memory is the
 //! limit on this 24 GiB machine, on the testbed side more than the manager's: `W=20 N=50000
-//! D=AllAtOnce P=pending` (1,000,000 replicas) took 7.5 min and held 3.1 GiB on the testbed
-//! side, the manager 466 MiB at its peak and 359 MiB once quiet (2026-11-27, load 2.4–3.1;
-//! the README's benchmark section has the other shapes). Run the manager as the image runs
+//! D=AllAtOnce P=pending` (1,000,000 replicas) took 7.8 min and held 3.1 GiB on the testbed
+//! side, the manager (the image's build) 385 MiB at its peak and 338 MiB once quiet
+//! (2026-11-27, load up to 3.1; the README's benchmark section has the other shapes). Run the manager as the image runs
 //! it: the harness sets `MIMALLOC_PURGE_DELAY=0` as the `Dockerfile` does.
 
 use std::collections::BTreeMap;
