@@ -169,7 +169,7 @@ fn merged_workloads(shell: &Shell, state: &mut LoopState) -> Vec<Arc<Workload>> 
     for wl in &mut out {
         let key = WorkloadKey::of(wl);
         if let Some((replaced, written)) = state.overlay.get(&key)
-            && stands_in(replaced, wl)
+            && replaced.contains(&wl.resource_version())
         {
             *wl = written.clone();
             keep.insert(key);
@@ -177,12 +177,6 @@ fn merged_workloads(shell: &Shell, state: &mut LoopState) -> Vec<Arc<Workload>> 
     }
     state.overlay.retain(|k, _| keep.contains(k));
     out
-}
-
-/// Whether a written copy still stands in for the cached object: the cache shows a version
-/// the writes replaced, so it has not caught up with them yet.
-fn stands_in(replaced: &[Option<String>], cached: &Workload) -> bool {
-    replaced.contains(&cached.resource_version())
 }
 
 /// One scheduling cycle: decide (the core's step), write, and keep the queues' status.
