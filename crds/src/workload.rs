@@ -160,8 +160,9 @@ pub struct PodSet {
     #[schemars(range(min = 1))]
     pub min_count: Option<i32>,
     /// Topology-aware scheduling request (kept for compatibility; Baton does not act on it).
+    // Boxed: it is rarely set, and inline it would take 192 bytes of every pod set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topology_request: Option<PodSetTopologyRequest>,
+    pub topology_request: Option<Box<PodSetTopologyRequest>>,
 }
 
 fn default_pod_set_name() -> String {
@@ -277,8 +278,10 @@ pub struct WorkloadStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admission: Option<Admission>,
 
+    // Boxed, as every part of the status that is rarely set and larger than a pointer: the
+    // manager and the worker shim cache every Workload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requeue_state: Option<RequeueState>,
+    pub requeue_state: Option<Box<RequeueState>>,
 
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 18))]
@@ -299,7 +302,7 @@ pub struct WorkloadStatus {
     pub accumulated_past_execution_time_seconds: Option<i32>,
 
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scheduling_stats: Option<SchedulingStats>,
+    pub scheduling_stats: Option<Box<SchedulingStats>>,
 
     /// Worker clusters the manager currently dispatches the workload to (at most 100, as a
     /// MultiKueueConfig; upstream Kueue: 20).
@@ -335,8 +338,9 @@ pub struct WorkloadStatus {
     /// replica's gate, signal and place in the ungating order, and who holds the baton, since
     /// when and until when at the earliest. Written only when it changes (a gate opened, a
     /// new signal, a winner), never per watch event. Upstream Kueue's CRD prunes it.
+    // Boxed: inline it would take 104 bytes of every cached Workload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub baton: Option<BatonStatus>,
+    pub baton: Option<Box<BatonStatus>>,
 }
 
 /// The victim set a gated preemption would evict on one cluster (Baton extension).
@@ -393,7 +397,7 @@ pub struct PodSetAssignment {
     pub count: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "schema::preserved_object")]
-    pub topology_assignment: Option<serde_json::Value>,
+    pub topology_assignment: Option<Box<serde_json::Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delayed_topology_request: Option<DelayedTopologyRequestState>,
 }

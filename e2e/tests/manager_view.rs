@@ -54,6 +54,7 @@ async fn view(env: &Env, name: &str) -> Option<BatonStatus> {
         .ok()
         .flatten()
         .and_then(|w: Workload| w.status.and_then(|s| s.baton))
+        .map(|b| *b)
 }
 
 /// Submits workload `job`, waits for its replicas on both workers, and has worker-1 signal,

@@ -55,13 +55,13 @@ fn waiting() -> Workload {
     });
     let mut w2 = replica("w2", GateState::Closed, Some(3));
     w2.position = Some(1);
-    status.baton = Some(BatonStatus {
+    status.baton = Some(Box::new(BatonStatus {
         holder: Some("w1".into()),
         holder_since: Some(to_kube(t(4))),
         passes_after: Some(to_kube(t(35))),
         waiting: 1,
         replicas: vec![replica("w1", GateState::Open, Some(2)), w2],
-    });
+    }));
     wl
 }
 

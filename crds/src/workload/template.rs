@@ -38,7 +38,8 @@ struct Compact {
     termination_grace_seconds: Option<i64>,
     /// One pod's effective requests, sorted by resource (a map would hold a whole tree
     /// node for one or two entries); an error's path starts at the template (`spec.…`).
-    requests: Result<Amounts, DemandError>,
+    /// (The error boxed: it is rare, and inline it would double the field.)
+    requests: Result<Amounts, Box<DemandError>>,
 }
 
 impl PodTemplate {
@@ -53,7 +54,8 @@ impl PodTemplate {
             r.0.into_iter()
                 .map(|(k, v)| (k.into_boxed_str(), v))
                 .collect()
-        });
+        })
+        .map_err(Box::new);
         let labels = template.metadata.and_then(|m| m.labels).unwrap_or_default();
         let (node_selector, tolerations, termination_grace_seconds) = match template.spec {
             Some(spec) => (
@@ -100,7 +102,7 @@ impl PodTemplate {
             Ok(list) => Ok(Resources(
                 list.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             )),
-            Err(e) => Err(e),
+            Err(e) => Err(e.as_ref()),
         }
     }
 

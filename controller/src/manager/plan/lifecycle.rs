@@ -250,11 +250,12 @@ fn record(
             declare_winner(obs, route, cluster, &mut status, plan);
             status.baton = match obs.view {
                 baton_view::Storage::Kept => baton_view::won(
-                    old_status.baton.as_ref(),
+                    old_status.baton.as_deref(),
                     &replica_views(obs),
                     cluster,
                     &view_rules(route, config),
-                ),
+                )
+                .map(Box::new),
                 baton_view::Storage::Pruned => None,
             };
         }
@@ -279,9 +280,9 @@ fn record(
                     obs.now,
                     &view_rules(route, config),
                 );
-                match baton_view::defer(old_status.baton.as_ref(), view.as_ref(), obs.now) {
+                match baton_view::defer(old_status.baton.as_deref(), view.as_ref(), obs.now) {
                     Some(wait) => plan.requeue(wait),
-                    None => status.baton = view,
+                    None => status.baton = view.map(Box::new),
                 }
             }
         }

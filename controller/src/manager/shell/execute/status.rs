@@ -53,12 +53,12 @@ pub async fn write(ctx: &Context, wl: &Workload, plan: &Plan) -> Result<Outcome,
 /// Counts a write that changed the replica view, and learns from the answer whether the
 /// Workload CRD prunes it.
 fn note_view(ctx: &Context, before: &Workload, sent: &WorkloadStatus, written: &Workload) {
-    let old = before.status.as_ref().and_then(|s| s.baton.as_ref());
-    if old != sent.baton.as_ref() {
+    let old = before.status.as_ref().and_then(|s| s.baton.as_deref());
+    if old != sent.baton.as_deref() {
         ctx.metrics.view_writes.inc();
     }
-    let answered = written.status.as_ref().and_then(|s| s.baton.as_ref());
-    if baton_view::pruned(sent.baton.as_ref(), answered) && ctx.view.learn_pruned() {
+    let answered = written.status.as_ref().and_then(|s| s.baton.as_deref());
+    if baton_view::pruned(sent.baton.as_deref(), answered) && ctx.view.learn_pruned() {
         ctx.metrics.view_pruned.set(1);
         tracing::warn!(
             workload = %before.name_any(),
