@@ -55,7 +55,13 @@ pub fn pod_set_demand(pod_set: &PodSet) -> Result<PodSetDemand, DemandError> {
 /// What an admission holds: (flavor, resource, milli-units) per assigned resource. An
 /// unreadable amount counts as zero (the admission was written by a scheduler, not a user).
 pub fn admission_usage(admission: &crate::workload::Admission) -> Vec<(String, String, i128)> {
-    let mut usage = Vec::new();
+    // Sized exactly: built for every admitted workload in every admission cycle.
+    let pairs = admission
+        .pod_set_assignments
+        .iter()
+        .map(|p| p.flavors.len())
+        .sum();
+    let mut usage = Vec::with_capacity(pairs);
     for psa in &admission.pod_set_assignments {
         for (resource, flavor) in &psa.flavors {
             let amount = psa

@@ -172,12 +172,16 @@ impl Resources {
 
     /// Every amount multiplied by `factor`.
     pub fn scaled(&self, factor: i128) -> Resources {
-        Resources(
-            self.0
-                .iter()
-                .map(|(k, v)| (k.clone(), v.saturating_mul(factor)))
-                .collect(),
-        )
+        let entries: Vec<(String, i128)> = self
+            .0
+            .iter()
+            .map(|(k, v)| (k.clone(), v.saturating_mul(factor)))
+            .collect();
+        // The same keys in the same order: still sorted, without duplicates. (Collecting
+        // into the map would give it room for four entries where most have one or two.)
+        Resources(crate::workload::SmallMap::from_sorted_store_unchecked(
+            entries,
+        ))
     }
 
     /// Parses a Kubernetes resource list, naming the offending resource on error.

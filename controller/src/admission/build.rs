@@ -550,7 +550,9 @@ fn workload_model(
             policies.get(&(is_pod, r.name.clone())).cloned()
         })
         .unwrap_or_else(|| VictimPolicy::default_for(priority));
-    let mut pod_sets = Vec::new();
+    // Sized exactly: a list grown by pushing starts with room for four pod sets (576 bytes
+    // where most workloads need 144), for every workload in every cycle.
+    let mut pod_sets = Vec::with_capacity(wl.spec.pod_sets.len());
     for pod_set in &wl.spec.pod_sets {
         let demand = pod_set_demand(pod_set).map_err(|e| e.to_string())?;
         let template = &pod_set.template;

@@ -20,6 +20,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::pod_demand::{DemandError, pod_requests};
 use crate::quantity::Resources;
+use crate::workload::SmallMap;
 
 /// A pod template (`spec.podSets[].template`). Cheap to clone: clones share one copy.
 #[derive(Clone)]
@@ -99,9 +100,11 @@ impl PodTemplate {
     /// amount is an error whose path starts at the template (`spec.containers[c]…`).
     pub fn per_pod_requests(&self) -> Result<Resources, &DemandError> {
         match &self.0.requests {
-            Ok(list) => Ok(Resources(
+            // Sorted by resource, without duplicates, as kept: the map takes the list as is,
+            // sized exactly (collecting would give it room for four entries).
+            Ok(list) => Ok(Resources(SmallMap::from_sorted_store_unchecked(
                 list.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-            )),
+            ))),
             Err(e) => Err(e.as_ref()),
         }
     }
