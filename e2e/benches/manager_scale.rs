@@ -68,10 +68,11 @@
 //!
 //! The largest shapes a developer can run: one phase at a time, as above. Memory is the
 //! limit on this 24 GiB machine, on the testbed side more than the manager's: `W=20 N=50000
-//! D=AllAtOnce P=pending` (1,000,000 replicas) took 7.8 min and held 3.1 GiB on the testbed
-//! side, the manager (the image's build) 385 MiB at its peak and 338 MiB once quiet
-//! (2026-11-27, load up to 3.1; the README's benchmark section has the other shapes). Run the manager as the image runs
-//! it: the harness sets `MIMALLOC_PURGE_DELAY=0` as the `Dockerfile` does.
+//! D=AllAtOnce P=pending` (1,000,000 replicas) took 7.4 min and held 3.1 GiB on the testbed
+//! side, the manager (the image's build) 334 MiB at its peak and 297 MiB once quiet
+//! (2026-11-28, load 2.2; the README's benchmark section has the other shapes). Run the
+//! manager as the image runs it: the harness sets `MIMALLOC_PURGE_DELAY=0` as the
+//! `Dockerfile` does.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
