@@ -545,6 +545,25 @@ pub(crate) fn root_validations() -> serde_json::Value {
 mod tests {
     use super::*;
 
+    /// The manager and the worker shim cache every Workload: the parts that are rarely set
+    /// stay boxed, so that each cached object pays a pointer for them, not their size
+    /// (issue 23: a typed PodSetTopologyRequest inline is 192 bytes, a BatonStatus 104).
+    #[test]
+    fn rarely_set_parts_stay_out_of_line() {
+        use std::mem::size_of;
+        assert!(size_of::<PodSet>() <= 56, "{}", size_of::<PodSet>());
+        assert!(
+            size_of::<WorkloadStatus>() <= 288,
+            "{}",
+            size_of::<WorkloadStatus>()
+        );
+        assert!(
+            size_of::<PodSetAssignment>() <= 96,
+            "{}",
+            size_of::<PodSetAssignment>()
+        );
+    }
+
     /// The Rust defaults must agree with the serde/schema defaults, or code that builds a
     /// spec in memory would disagree with one read from the API server.
     #[test]
