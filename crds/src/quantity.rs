@@ -172,16 +172,13 @@ impl Resources {
 
     /// Every amount multiplied by `factor`.
     pub fn scaled(&self, factor: i128) -> Resources {
-        let entries: Vec<(String, i128)> = self
-            .0
-            .iter()
-            .map(|(k, v)| (k.clone(), v.saturating_mul(factor)))
-            .collect();
-        // The same keys in the same order: still sorted, without duplicates. (Collecting
-        // into the map would give it room for four entries where most have one or two.)
-        Resources(crate::workload::SmallMap::from_sorted_store_unchecked(
-            entries,
-        ))
+        // A clone is sized exactly (collecting into the map would give it room for four
+        // entries where most have one or two); the keys stay as they are.
+        let mut out = self.clone();
+        for (_, amount) in out.0.iter_mut() {
+            *amount = amount.saturating_mul(factor);
+        }
+        out
     }
 
     /// Parses a Kubernetes resource list, naming the offending resource on error.
