@@ -44,7 +44,7 @@ use super::assign::{Assignment, Fitting, Mode, fitting, held_fitting, held_or_fi
 use super::model::{PendingModel, PodSetModel, Snapshot};
 use super::preempt::{CandidateRef, PreemptReason, select_victims};
 use super::quota::{QuotaState, Usage, add_usage};
-use super::reserve::unreclaimable_room;
+use super::reserve::{still_unused, unreclaimable_room};
 use crate::victims::Selection;
 
 /// A victim chosen for a preemptor.
@@ -585,9 +585,13 @@ fn decide<'a>(
     now: DateTime<Utc>,
 ) -> Option<Draft<'a>> {
     let queue = pending.queue;
-    let mut kept = cycle.kept.remove(&queue).unwrap_or_default();
+    let kept = cycle.kept.remove(&queue).unwrap_or_default();
     snapshot.quota.remove(queue, &kept);
     let draft = decide_in_queue(snapshot, pending, nominal_only, cycle, now);
+    // What the queue's own workload took of the room is no longer kept: the room stays
+    // within what is unused (see `reserve`), or it would count the same quota twice and,
+    // once a waiting preemptor's hold is released, land on the room freed for that one.
+    let mut kept = still_unused(snapshot, queue, &kept);
     snapshot.quota.add(queue, &kept);
     if let Some(d) = &draft
         && let Some(f) = &d.fitting

@@ -45,3 +45,15 @@ pub(super) fn unreclaimable_room(
         })
         .collect()
 }
+
+/// The part of `kept` (room `queue` keeps) that is still unused. The queue's own later
+/// workloads are decided without its kept room and may take some of it; what they took is
+/// theirs, and keeping it as well would count the same quota twice.
+pub(super) fn still_unused(snapshot: &Snapshot, queue: usize, kept: &Usage) -> Usage {
+    kept.iter()
+        .filter_map(|&(fr, amount)| {
+            let room = amount.min(snapshot.quota.available(queue, fr));
+            (room > 0).then_some((fr, room))
+        })
+        .collect()
+}

@@ -4,7 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use baton_crds::cluster_queue::QueueingStrategy;
+use baton_crds::cluster_queue::{
+    BorrowWithinCohort, BorrowWithinCohortPolicy, ClusterQueuePreemption, QueueingStrategy,
+    WithinClusterQueue,
+};
 use baton_crds::quantity::Resources;
 
 use super::world::{World, decision, key, workload};
@@ -167,4 +170,47 @@ fn a_preemptor_whose_victim_still_stops_leaves_another_ones_freed_room_alone() {
     );
     assert_eq!(decision(&d, "ns/low").outcome, Outcome::Admit);
     assert_ne!(decision(&d, "ns/gone").outcome, Outcome::Admit);
+}
+
+/// The room a preemptor without victims keeps (`reserve`) stays within what is unused: a
+/// later workload of its own queue that takes part of it takes that part out of the room.
+/// Found by `cycles_never_evict_a_victim_twice`: `ns/p3` (cq1, borrowing, held flavors)
+/// evicted `ns/a0` and waits; its room is held. `ns/p0` (cq0) finds nothing to preempt and
+/// keeps cq0's last free CPU; `ns/p1` (cq0, lower) is admitted into that same CPU. Counted
+/// twice, it was missing when `ns/p3`'s hold was released: `ns/p3` no longer fitted,
+/// `ns/a0` was admitted back beside it, and was evicted again the cycle after.
+#[test]
+fn room_kept_for_a_preemptor_without_victims_is_not_counted_twice() {
+    let mut w = World::default();
+    let q0 = w.queue("cq0", Some("c0"), &[("f0", 5)]);
+    // A flavor that does not exist first: `ns/p0` is a preemptor without candidates.
+    w.queues[q0].groups[0].flavors.insert(0, "f1".to_string());
+    w.queues[q0].preemption = ClusterQueuePreemption::default();
+    let q1 = w.queue("cq1", Some("c0"), &[("f0", 0)]);
+    w.queues[q1].preemption = ClusterQueuePreemption {
+        within_cluster_queue: WithinClusterQueue::LowerPriority,
+        borrow_within_cohort: BorrowWithinCohort {
+            policy: BorrowWithinCohortPolicy::LowerPriority,
+            max_priority_threshold: None,
+        },
+        ..Default::default()
+    };
+    w.submit(q0, workload("ns/p0", 2, 0, 2));
+    w.submit(q0, workload("ns/p1", 0, 0, 1));
+    w.submit(q1, workload("ns/p3", 3, 0, 4));
+    if let Some(p) = w.pending.last_mut() {
+        p.held = Some(held(&[("main", "f0")]));
+    }
+    w.submit(q1, workload("ns/a0", 0, 0, 1));
+    if let Some(p) = w.pending.last_mut() {
+        p.yields_to = Some(key("ns/p3"));
+    }
+    let d = w.run();
+    assert_eq!(decision(&d, "ns/p1").outcome, Outcome::Admit);
+    assert_eq!(decision(&d, "ns/p3").outcome, Outcome::Admit);
+    assert!(matches!(
+        decision(&d, "ns/p0").outcome,
+        Outcome::Pending { .. }
+    ));
+    assert_ne!(decision(&d, "ns/a0").outcome, Outcome::Admit);
 }
