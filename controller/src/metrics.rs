@@ -116,6 +116,13 @@ impl<K: Hash + Eq> SetGauge<K> {
         }
         self.gauge.set(members.len() as i64);
     }
+
+    /// Keeps only the members `keep` accepts (after a relist: those still there).
+    pub fn retain(&self, keep: impl Fn(&K) -> bool) {
+        let mut members = self.members.lock().unwrap_or_else(|p| p.into_inner());
+        members.retain(|k| keep(k));
+        self.gauge.set(members.len() as i64);
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -155,7 +162,7 @@ pub struct Metrics {
     pub gate_open_delay: Histogram,
     pub gate_timeouts: Counter,
     pub gate_releases: Family<ReleaseLabel, Counter>,
-    pub workloads_gated: Gauge,
+    pub workloads_gated: SetGauge<baton_crds::WorkloadKey>,
     pub wasted_preemptions: Family<ClusterLabel, Counter>,
     pub worker_wasted_preemptions: Counter,
     pub pending_workloads: Family<PendingLabel, Gauge>,
@@ -234,7 +241,7 @@ impl Metrics {
             gate_open_delay: Histogram::new(exponential_buckets(0.005, 2.0, 18)),
             gate_timeouts: Counter::default(),
             gate_releases: Family::default(),
-            workloads_gated: Gauge::default(),
+            workloads_gated: SetGauge::new(Gauge::default()),
             wasted_preemptions: Family::default(),
             worker_wasted_preemptions: Counter::default(),
             pending_workloads: Family::default(),
@@ -368,7 +375,7 @@ impl Metrics {
             &mut names,
             "workloads_gated",
             "Workloads with a replica waiting for its preemption gate",
-            m.workloads_gated.clone(),
+            m.workloads_gated.gauge.clone(),
         );
         register(
             registry,
@@ -659,6 +666,8 @@ mod tests {
         assert!(m.encode().contains("baton_preemption_gates_open 2"));
         m.gates_open.mark(key, false);
         assert!(m.encode().contains("baton_preemption_gates_open 1"));
+        m.gates_open.retain(|k| k.name() != "b");
+        assert!(m.encode().contains("baton_preemption_gates_open 0"));
     }
 
     #[test]

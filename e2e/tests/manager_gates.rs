@@ -11,6 +11,7 @@ use baton_e2e::harness::eventually;
 use baton_e2e::multikueue::{Env, connected, reconciled_after};
 use chrono::Utc;
 use kube::ResourceExt;
+use kube::api::{Patch, PatchParams};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -185,6 +186,69 @@ async fn when_the_first_admits_no_second_gate_ever_opens() {
     env.manager_reconciled(&manager, "job").await;
     assert_eq!(openings(&env, "job"), 1);
     assert!(env.replica(2, "job").await.is_none());
+}
+
+/// The gauge line `name value` in the manager's metrics, if it has that value.
+fn gauge_is(
+    manager: &baton_e2e::harness::process::BatonProcess,
+    name: &str,
+    value: u64,
+) -> Option<()> {
+    manager
+        .metrics()
+        .lines()
+        .any(|l| l == format!("{name} {value}"))
+        .then_some(())
+}
+
+/// A Workload deleted while it holds the baton, the holder offline: the manager deletes the
+/// replicas it can reach and lets the Workload go (or someone clears its finalizer by hand);
+/// it is counted neither as holding the baton nor as waiting once it is gone. (The watch's
+/// delete and relist paths, for a Workload gone without a last reconcile, are unit-tested:
+/// `manager::shell::controller`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_workload_that_held_the_baton_leaves_the_gate_gauges() {
+    let Some(mut env) = Env::start_for_faults(2).await else {
+        return;
+    };
+    let manager = env.start_manager(&config(60)).expect("manager");
+    two_signal(&env, 1, 2).await;
+    opened(&env, 1, "job").await;
+    // Seen by the manager: one workload holds the baton, one waits for its gate.
+    for name in ["baton_preemption_gates_open", "baton_workloads_gated"] {
+        eventually(WAIT, &format!("{name} 1"), || async {
+            gauge_is(&manager, name, 1)
+        })
+        .await;
+    }
+    env.testbed_worker(1).expect("testbed").go_offline().await;
+    env.delete("job").await.expect("delete");
+    // The manager saw the deletion: the replica on the online worker is gone.
+    eventually(WAIT, "worker-2 replica deleted", || async {
+        env.replica(2, "job").await.is_none().then_some(())
+    })
+    .await;
+    let api = env.manager_workloads();
+    let clear = serde_json::json!({"metadata": {"finalizers": null}});
+    // By hand, if the manager has not let it go yet.
+    let _ = api
+        .patch("job", &PatchParams::default(), &Patch::Merge(&clear))
+        .await;
+    eventually(WAIT, "manager Workload gone", || async {
+        api.get_opt("job")
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    for name in ["baton_preemption_gates_open", "baton_workloads_gated"] {
+        eventually(WAIT, &format!("{name} 0"), || async {
+            gauge_is(&manager, name, 0)
+        })
+        .await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

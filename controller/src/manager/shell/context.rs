@@ -2,7 +2,7 @@
 //! metrics, the event recorder, and the memories of what the manager wrote (gates opened,
 //! Workloads written, replicas created or deleted) that the caches may not show yet.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -185,8 +185,6 @@ pub struct Context {
     pub pool: WorkerPool,
     pub metrics: Arc<Metrics>,
     pub recorder: Events,
-    /// Workloads with a replica waiting for its gate (for the gauge).
-    pub gated: Mutex<HashSet<WorkloadKey>>,
     /// What we wrote that the caches may not show yet.
     /// Shared with the manager Workload watch, which drops a written Workload once the
     /// cache holds its version ([`Memories::cache_holds`]).

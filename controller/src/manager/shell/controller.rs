@@ -10,7 +10,8 @@ use baton_crds::workload::{GateState, Workload};
 use chrono::Utc;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
 
 use crate::manager::plan::lifecycle::{self, EventType, FINALIZER, Observation};
 use crate::manager::plan::replica::CachedReplica;
@@ -18,6 +19,7 @@ use crate::manager::plan::routing::{self, Route};
 use crate::manager::shell::context::{Context, ReconcileError};
 use crate::manager::shell::events::publish;
 use crate::manager::shell::execute::execute;
+use crate::metrics::Metrics;
 
 /// Reconciles one manager Workload.
 pub async fn reconcile(wl: Arc<Workload>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
@@ -101,30 +103,116 @@ async fn reconcile_inner(wl: &Workload, ctx: &Context) -> Result<Action, Reconci
     execute(ctx, wl, &replicas, plan).await
 }
 
+/// The two gauges of gate states (`workloads_gated`, `preemption_gates_open`), kept as each
+/// workload is reconciled. A Workload being deleted neither waits for a gate nor holds the
+/// baton, whatever its replicas still show: its last reconcile may remove the finalizer
+/// before they are gone.
 fn track_gated(
     ctx: &Context,
     wl: &Workload,
     route: Option<&Route>,
     replicas: &BTreeMap<String, CachedReplica>,
 ) {
-    let key = WorkloadKey::of(wl);
-    let waiting = route.is_some()
-        && wl.status.as_ref().is_none_or(|s| s.cluster_name.is_none())
+    let undecided = route.is_some()
+        && wl.metadata.deletion_timestamp.is_none()
+        && wl.status.as_ref().is_none_or(|s| s.cluster_name.is_none());
+    let waiting = undecided
         && replicas.iter().any(|(c, r)| {
             let view = r.view(c);
             view.gate.is_some_and(|g| g.state == GateState::Closed) && view.signal.is_some()
         });
-    let mut gated = ctx.gated.lock().unwrap_or_else(|p| p.into_inner());
-    if waiting {
-        gated.insert(key);
-    } else {
-        gated.remove(&key);
-    }
-    ctx.metrics.workloads_gated.set(gated.len() as i64);
-    let holding = route.is_some()
-        && wl.status.as_ref().is_none_or(|s| s.cluster_name.is_none())
+    ctx.metrics
+        .workloads_gated
+        .mark(WorkloadKey::of(wl), waiting);
+    let holding = undecided
         && replicas
             .iter()
             .any(|(c, r)| r.view(c).gate.is_some_and(|g| g.state == GateState::Open));
     ctx.metrics.gates_open.mark(WorkloadKey::of(wl), holding);
+}
+
+/// Keeps the gate gauges to Workloads that exist, from the manager Workload watch: a
+/// deleted one is no longer counted (it is not reconciled again), and after a relist only
+/// those the cache still holds are (one deleted while the watch was down has no event).
+pub(crate) fn forget_gone(
+    metrics: &Metrics,
+    event: &watcher::Event<Workload>,
+    cache: &Store<Workload>,
+) {
+    match event {
+        watcher::Event::Delete(wl) => {
+            metrics.workloads_gated.mark(WorkloadKey::of(wl), false);
+            metrics.gates_open.mark(WorkloadKey::of(wl), false);
+        }
+        watcher::Event::InitDone => {
+            let exists = |k: &WorkloadKey| {
+                cache
+                    .get(&ObjectRef::new(k.name()).within(k.namespace()))
+                    .is_some()
+            };
+            metrics.workloads_gated.retain(exists);
+            metrics.gates_open.retain(exists);
+        }
+        watcher::Event::Apply(_) | watcher::Event::Init | watcher::Event::InitApply(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::runtime::reflector;
+
+    use super::*;
+
+    fn workload(name: &str) -> Workload {
+        let mut wl = Workload::new(name, Default::default());
+        wl.metadata.namespace = Some("ns".into());
+        wl
+    }
+
+    fn gauges(metrics: &Metrics) -> (bool, bool) {
+        let text = metrics.encode();
+        (
+            text.contains("baton_workloads_gated 0"),
+            text.contains("baton_preemption_gates_open 0"),
+        )
+    }
+
+    #[test]
+    fn a_deleted_workload_leaves_the_gate_gauges() {
+        let metrics = Metrics::new();
+        let (cache, _writer) = reflector::store::<Workload>();
+        metrics
+            .workloads_gated
+            .mark(WorkloadKey::new("ns", "a"), true);
+        metrics.gates_open.mark(WorkloadKey::new("ns", "a"), true);
+        assert_eq!(gauges(&metrics), (false, false));
+        forget_gone(&metrics, &watcher::Event::Apply(workload("a")), &cache);
+        assert_eq!(gauges(&metrics), (false, false), "an update keeps it");
+        forget_gone(&metrics, &watcher::Event::Delete(workload("a")), &cache);
+        assert_eq!(gauges(&metrics), (true, true));
+    }
+
+    #[test]
+    fn after_a_relist_only_workloads_still_there_are_counted() {
+        let metrics = Metrics::new();
+        let (cache, mut writer) = reflector::store::<Workload>();
+        for name in ["kept", "gone"] {
+            metrics
+                .workloads_gated
+                .mark(WorkloadKey::new("ns", name), true);
+            metrics.gates_open.mark(WorkloadKey::new("ns", name), true);
+        }
+        // Deleted while the watch was down: the relist does not hold it.
+        for event in [
+            watcher::Event::Init,
+            watcher::Event::InitApply(workload("kept")),
+            watcher::Event::InitDone,
+        ] {
+            writer.apply_watcher_event(&event);
+            forget_gone(&metrics, &event, &cache);
+        }
+        let text = metrics.encode();
+        assert!(text.contains("baton_workloads_gated 1"), "{text}");
+        assert!(text.contains("baton_preemption_gates_open 1"), "{text}");
+    }
 }

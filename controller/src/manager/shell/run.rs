@@ -1,7 +1,7 @@
 //! `baton manager`: caches, worker connections, the reconciler and the garbage collector.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use baton_crds::constants::job::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL};
@@ -28,7 +28,7 @@ use crate::manager::plan::kubeconfig::{KubeconfigProblem, vet};
 use crate::manager::shell::admission_loop;
 use crate::manager::shell::classes::ClassStores;
 use crate::manager::shell::context::{Context, Memories, error_policy};
-use crate::manager::shell::controller::reconcile;
+use crate::manager::shell::controller::{forget_gone, reconcile};
 use crate::manager::shell::execute::deletions::delete_job_copy;
 use crate::manager::shell::job_controller;
 use crate::manager::shell::kinds::KindWakeups;
@@ -155,6 +155,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
         &wake,
         memories.clone(),
         owners.clone(),
+        metrics.clone(),
     );
     let stores = routing_caches(&client, (controller.store(), owners), clusters, &wake);
     let classes = ClassStores::watch(&client, &wake.admission);
@@ -261,10 +262,12 @@ fn workload_controller(
     wake: &Wake,
     memories: Arc<Memories>,
     owners: Arc<OwnerIndex>,
+    metrics: Arc<crate::metrics::Metrics>,
 ) -> Controller<Workload> {
     use futures::TryStreamExt;
     let (reader, writer) = reflector::store::<Workload>();
     let admission = wake.admission.clone();
+    let cache = reader.clone();
     let objects = watcher(api, watcher::Config::default())
         .default_backoff()
         .modify(strip_manager_workload)
@@ -274,6 +277,7 @@ fn workload_controller(
                 memories.cache_holds(wl);
             }
             owners.apply(event);
+            forget_gone(&metrics, event, &cache);
             if wakes_admission(event) {
                 let _ = admission.send(());
             }
@@ -340,7 +344,6 @@ fn new_context(
             },
             metrics.events_dropped.clone(),
         ),
-        gated: Mutex::new(HashSet::new()),
         memories,
         queues_changed: wake.queues_changed.clone(),
         job_wakeups: wake.jobs.clone(),
