@@ -289,6 +289,11 @@ impl Env {
         Api::namespaced(self.worker_client(i), &self.namespace)
     }
 
+    /// The manager Workload `name`, if present (`None` also when it cannot be read).
+    pub async fn manager_workload(&self, name: &str) -> Option<Workload> {
+        self.manager_workloads().get_opt(name).await.ok().flatten()
+    }
+
     /// The replica on worker `i`, if present.
     pub async fn replica(&self, i: usize, name: &str) -> Option<Workload> {
         self.worker_workloads(i).get_opt(name).await.ok().flatten()

@@ -188,17 +188,15 @@ async fn when_the_first_admits_no_second_gate_ever_opens() {
     assert!(env.replica(2, "job").await.is_none());
 }
 
-/// The gauge line `name value` in the manager's metrics, if it has that value.
-fn gauge_is(
-    manager: &baton_e2e::harness::process::BatonProcess,
-    name: &str,
-    value: u64,
-) -> Option<()> {
-    manager
-        .metrics()
-        .lines()
-        .any(|l| l == format!("{name} {value}"))
-        .then_some(())
+/// Waits until both gate gauges of the manager's metrics read `value`.
+async fn gate_gauges_reach(manager: &baton_e2e::harness::process::BatonProcess, value: u64) {
+    for name in ["baton_preemption_gates_open", "baton_workloads_gated"] {
+        let line = format!("{name} {value}");
+        eventually(WAIT, &line, || async {
+            manager.metrics().lines().any(|l| l == line).then_some(())
+        })
+        .await;
+    }
 }
 
 /// A Workload deleted while it holds the baton, the holder offline: the manager deletes the
@@ -214,13 +212,8 @@ async fn a_deleted_workload_that_held_the_baton_leaves_the_gate_gauges() {
     let manager = env.start_manager(&config(60)).expect("manager");
     two_signal(&env, 1, 2).await;
     opened(&env, 1, "job").await;
-    // Seen by the manager: one workload holds the baton, one waits for its gate.
-    for name in ["baton_preemption_gates_open", "baton_workloads_gated"] {
-        eventually(WAIT, &format!("{name} 1"), || async {
-            gauge_is(&manager, name, 1)
-        })
-        .await;
-    }
+    // Seen by the manager: the workload holds the baton, and waits for worker-2's gate.
+    gate_gauges_reach(&manager, 1).await;
     env.testbed_worker(1).expect("testbed").go_offline().await;
     env.delete("job").await.expect("delete");
     // The manager saw the deletion: the replica on the online worker is gone.
@@ -235,20 +228,10 @@ async fn a_deleted_workload_that_held_the_baton_leaves_the_gate_gauges() {
         .patch("job", &PatchParams::default(), &Patch::Merge(&clear))
         .await;
     eventually(WAIT, "manager Workload gone", || async {
-        api.get_opt("job")
-            .await
-            .ok()
-            .flatten()
-            .is_none()
-            .then_some(())
+        env.manager_workload("job").await.is_none().then_some(())
     })
     .await;
-    for name in ["baton_preemption_gates_open", "baton_workloads_gated"] {
-        eventually(WAIT, &format!("{name} 0"), || async {
-            gauge_is(&manager, name, 0)
-        })
-        .await;
-    }
+    gate_gauges_reach(&manager, 0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

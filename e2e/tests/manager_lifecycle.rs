@@ -340,15 +340,7 @@ async fn orphaned_replicas_are_collected_when_their_worker_returns() {
     eventually(
         WAIT,
         "manager workload deleted despite the unreachable worker",
-        || async {
-            env.manager_workloads()
-                .get_opt("job")
-                .await
-                .ok()
-                .flatten()
-                .is_none()
-                .then_some(())
-        },
+        || async { env.manager_workload("job").await.is_none().then_some(()) },
     )
     .await;
     // A workload of another manager (different origin) must never be touched.
