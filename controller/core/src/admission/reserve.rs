@@ -5,7 +5,8 @@
 //! from the rest of the cycle, so that no other queue borrows it now and holds it beyond
 //! reach: at most its unused nominal quota, or, when its assignment borrows, up to its
 //! borrowing limit; and never more than is unused now (room held for a waiting preemptor or
-//! taken earlier in the cycle stays where it is).
+//! taken earlier in the cycle stays where it is). What the queue's own later workloads take
+//! of it, deciding without it, leaves the room ([`still_unused`]).
 
 use baton_crds::cluster_queue::ReclaimWithinCohort;
 
