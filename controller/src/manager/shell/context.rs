@@ -256,10 +256,10 @@ impl Context {
         )
     }
 
-    /// Remembers a replica we created until its worker's cache shows it.
-    pub fn remember_created(&self, cluster: &str, created: Workload) {
-        let id = (cluster.to_string(), WorkloadKey::of(&created));
-        let record = CachedReplica::compact(&created);
+    /// Remembers a replica we created (`key`, as the create answered it: `record`) until its
+    /// worker's cache shows it.
+    pub fn remember_created(&self, cluster: &str, key: WorkloadKey, record: CachedReplica) {
+        let id = (cluster.to_string(), key);
         lock(&self.memories.created).insert(id, record, Instant::now());
     }
 

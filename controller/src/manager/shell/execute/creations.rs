@@ -1,5 +1,6 @@
 //! Creating replicas, each worker at the same time.
 
+use baton_crds::WorkloadKey;
 use baton_crds::constants::MULTIKUEUE_ORIGIN_LABEL;
 use baton_crds::workload::Workload;
 use kube::ResourceExt;
@@ -7,7 +8,7 @@ use kube::api::{Api, PostParams};
 
 use super::{Outcome, is_conflict};
 use crate::manager::plan::lifecycle::EventType;
-use crate::manager::plan::replica::{build_replica, is_ours};
+use crate::manager::plan::replica::{CachedReplica, build_replica, is_ours};
 use crate::manager::shell::context::Context;
 use crate::manager::shell::events::publish;
 use crate::manager::shell::workers::WorkerState;
@@ -53,7 +54,13 @@ pub async fn run(ctx: &Context, wl: &Workload, clusters: &[String]) -> Outcome {
                     _ => Err(Failed(e)),
                 },
                 Err(e) => Err(Failed(e)),
-                Ok(created) => Ok(Some(created)),
+                // Kept as the record the cache will hold, here: the answer as parsed (its
+                // managed fields and all, about 16 KB) would otherwise wait for every other
+                // worker's answer, for each reconcile in flight.
+                Ok(created) => Ok(Some((
+                    WorkloadKey::of(&created),
+                    CachedReplica::compact(&created),
+                ))),
             };
             (cluster, result)
         })
@@ -61,8 +68,8 @@ pub async fn run(ctx: &Context, wl: &Workload, clusters: &[String]) -> Outcome {
     for (cluster, result) in futures::future::join_all(creations).await {
         match result {
             Ok(None) => {}
-            Ok(Some(replica)) => {
-                ctx.remember_created(cluster, replica);
+            Ok(Some((key, record))) => {
+                ctx.remember_created(cluster, key, record);
                 ctx.metrics.replica_created(cluster, admitted_queue(wl));
                 created.push(cluster.as_str());
             }

@@ -53,14 +53,17 @@ pub async fn run(
             if deletion.cause != RemovalCause::Finished {
                 delete_job_copies(&worker, wl, origin, &deletion.cluster).await;
             }
-            (deletion, uid, api.delete(&name, &params).await)
+            // The answer (the deleted object, parsed) is not read: dropped here, not held
+            // until every other worker has answered.
+            let result = api.delete(&name, &params).await.map(drop);
+            (deletion, uid, result)
         })
     });
     let mut removed: Vec<&Removal> = Vec::new();
     let mut outcome = Outcome::Done;
     for (deletion, uid, result) in futures::future::join_all(requests).await {
         match result {
-            Ok(_) => {
+            Ok(()) => {
                 gone(ctx, wl, &deletion.cluster, uid.as_deref());
                 deleted(ctx, wl, replicas, deletion);
                 if deletion.announce {
