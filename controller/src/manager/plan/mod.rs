@@ -3,6 +3,7 @@
 pub mod baton_view;
 pub mod connection;
 pub mod gate_clock;
+pub mod gate_standing;
 pub mod job_adapter;
 pub mod kubeconfig;
 pub mod lifecycle;

@@ -6,13 +6,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use baton_crds::WorkloadKey;
-use baton_crds::workload::{GateState, Workload};
+use baton_crds::workload::Workload;
 use chrono::Utc;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
+use crate::manager::plan::gate_standing::gate_standing;
 use crate::manager::plan::lifecycle::{self, EventType, FINALIZER, Observation};
 use crate::manager::plan::replica::CachedReplica;
 use crate::manager::plan::routing::{self, Route};
@@ -103,32 +104,19 @@ async fn reconcile_inner(wl: &Workload, ctx: &Context) -> Result<Action, Reconci
     execute(ctx, wl, &replicas, plan).await
 }
 
-/// The two gauges of gate states (`workloads_gated`, `preemption_gates_open`), kept as each
-/// workload is reconciled. A Workload being deleted neither waits for a gate nor holds the
-/// baton, whatever its replicas still show: its last reconcile may remove the finalizer
-/// before they are gone.
+/// The two gate gauges, kept as each workload is reconciled ([`gate_standing`]).
 fn track_gated(
     ctx: &Context,
     wl: &Workload,
     route: Option<&Route>,
     replicas: &BTreeMap<String, CachedReplica>,
 ) {
-    let undecided = route.is_some()
-        && wl.metadata.deletion_timestamp.is_none()
-        && wl.status.as_ref().is_none_or(|s| s.cluster_name.is_none());
-    let waiting = undecided
-        && replicas.iter().any(|(c, r)| {
-            let view = r.view(c);
-            view.gate.is_some_and(|g| g.state == GateState::Closed) && view.signal.is_some()
-        });
+    let standing = gate_standing(wl, route.is_some(), replicas);
+    let key = WorkloadKey::of(wl);
     ctx.metrics
         .workloads_gated
-        .mark(WorkloadKey::of(wl), waiting);
-    let holding = undecided
-        && replicas
-            .iter()
-            .any(|(c, r)| r.view(c).gate.is_some_and(|g| g.state == GateState::Open));
-    ctx.metrics.gates_open.mark(WorkloadKey::of(wl), holding);
+        .mark(key.clone(), standing.waiting);
+    ctx.metrics.gates_open.mark(key, standing.holding);
 }
 
 /// Keeps the gate gauges to Workloads that exist, from the manager Workload watch: a
