@@ -150,6 +150,8 @@ pub struct Metrics {
     pub view_writes: Counter,
     /// 1 once a status write showed that the Workload CRD prunes `status.baton`.
     pub view_pruned: Gauge,
+    /// Manager Workloads woken and waiting to be handed to the reconciler.
+    pub reconcile_backlog: Gauge,
     pub workloads_dispatched: Counter,
     pub workloads_admitted: Family<ClusterLabel, Counter>,
     pub replicas_created: Family<ClusterLabel, Counter>,
@@ -264,6 +266,7 @@ impl Metrics {
             room_writes: Family::default(),
             view_writes: Counter::default(),
             view_pruned: Gauge::default(),
+            reconcile_backlog: Gauge::default(),
         };
         register(
             registry,
@@ -488,6 +491,14 @@ impl Metrics {
             "workload_view_pruned",
             "1 when the manager's Workload CRD prunes status.baton (upstream Kueue's CRD): the replica view is then no longer sent",
             m.view_pruned.clone(),
+        );
+        register(
+            registry,
+            "baton",
+            &mut names,
+            "reconcile_backlog",
+            "Manager Workloads woken and waiting to be handed to the reconciler (a burst's backlog)",
+            m.reconcile_backlog.clone(),
         );
         Self {
             registry: root,

@@ -1,5 +1,6 @@
 //! The manager's pure layer (see the parent module).
 
+pub mod backlog;
 pub mod baton_view;
 pub mod connection;
 pub mod gate_clock;

@@ -4,6 +4,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use baton_crds::WorkloadKey;
 use baton_crds::constants::job::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL};
 use baton_crds::multikueue::LocationType;
 use baton_crds::workload::Workload;
@@ -14,9 +15,11 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Preconditions};
 use kube::core::DynamicObject;
 use kube::runtime::WatchStreamExt;
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Controller, controller, watcher};
 use kube::{Client, ResourceExt};
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
@@ -75,6 +78,8 @@ struct Woken {
 
 struct ControllerWakeups {
     refs: wake_queue::WakeReceiver,
+    /// Where the Workload controller reports each reconcile's end.
+    refs_done: wake_queue::Done,
     all: mpsc::UnboundedReceiver<()>,
     jobs: mpsc::UnboundedReceiver<ObjectRef<Job>>,
 }
@@ -94,8 +99,11 @@ fn kind_channels(kinds: &[Kind]) -> (KindWakeups, KindsWoken) {
     (Arc::new(senders), receivers)
 }
 
-fn wake_channels(kinds: KindWakeups) -> (Wake, Woken) {
-    let (refs, refs_rx) = wake_queue::channel();
+fn wake_channels(kinds: KindWakeups, backlog: Gauge) -> (Wake, Woken) {
+    let (refs, refs_rx, refs_done) = wake_queue::channel(
+        usize::from(RECONCILE_CONCURRENCY) * wake_queue::HANDED_PER_RECONCILE,
+        backlog,
+    );
     let (all, all_rx) = mpsc::unbounded_channel();
     let (jobs, jobs_rx) = mpsc::unbounded_channel();
     let (admission, admission_rx) = mpsc::unbounded_channel();
@@ -110,6 +118,7 @@ fn wake_channels(kinds: KindWakeups) -> (Wake, Woken) {
     let woken = Woken {
         controllers: ControllerWakeups {
             refs: refs_rx,
+            refs_done,
             all: all_rx,
             jobs: jobs_rx,
         },
@@ -133,7 +142,7 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
     };
     let kinds = crate::served::resolve(&client, &config, true).await?;
     let (kind_wakeups, kinds_woken) = kind_channels(&kinds);
-    let (wake, woken) = wake_channels(kind_wakeups);
+    let (wake, woken) = wake_channels(kind_wakeups, metrics.reconcile_backlog.clone());
     let pool = WorkerPool::new(
         client.clone(),
         config.origin.clone(),
@@ -253,10 +262,12 @@ where
     Controller::for_stream(objects, reader)
 }
 
-/// The manager Workload controller. Its watch also wakes the admission loop, which scans
-/// every workload, on each change of a manager Workload ([`wakes_admission`]), once the
-/// cache holds it: a reconcile woken by a replica changes no manager Workload, so it does
-/// not wake the loop.
+/// The manager Workload controller. Its watch runs on its own: each applied Workload goes
+/// through the wake-up queue ([`wake_queue`]), as the replicas' events do, so that the
+/// controller is handed a bounded number of workloads at a time. The watch also wakes the
+/// admission loop, which scans every workload, on each change of a manager Workload
+/// ([`wakes_admission`]), once the cache holds it: a reconcile woken by a replica changes no
+/// manager Workload, so it does not wake the loop.
 fn workload_controller(
     api: Api<Workload>,
     wake: &Wake,
@@ -267,6 +278,7 @@ fn workload_controller(
     use futures::TryStreamExt;
     let (reader, writer) = reflector::store::<Workload>();
     let admission = wake.admission.clone();
+    let refs = wake.refs.clone();
     let cache = reader.clone();
     let objects = watcher(api, watcher::Config::default())
         .default_backoff()
@@ -275,15 +287,50 @@ fn workload_controller(
         .inspect_ok(move |event| {
             if let watcher::Event::Apply(wl) | watcher::Event::InitApply(wl) = event {
                 memories.cache_holds(wl);
+                refs.wake(WorkloadKey::of(wl));
             }
             owners.apply(event);
             forget_gone(&metrics, event, &cache);
             if wakes_admission(event) {
                 let _ = admission.send(());
             }
-        })
-        .applied_objects();
-    Controller::for_stream(objects, reader)
+        });
+    tokio::spawn(async move {
+        futures::pin_mut!(objects);
+        while let Some(event) = objects.next().await {
+            if let Err(e) = event {
+                tracing::warn!(error = %e, "manager Workload watch");
+            }
+        }
+    });
+    Controller::for_stream(futures::stream::pending(), reader)
+}
+
+/// Tells the wake-up queue that a manager Workload's reconcile ended, however it ended.
+fn reconcile_ended<E: std::error::Error, Q: std::error::Error>(
+    done: &wake_queue::Done,
+    result: &Result<(ObjectRef<Workload>, Action), controller::Error<E, Q>>,
+) {
+    let (namespace, name) = match result {
+        Ok((obj, _)) => (obj.namespace.as_deref(), obj.name.as_str()),
+        Err(
+            controller::Error::ObjectNotFound(obj) | controller::Error::ReconcilerFailed(_, obj),
+        ) => (obj.namespace.as_deref(), obj.name.as_str()),
+        Err(_) => return,
+    };
+    done.done(namespace.unwrap_or_default(), name);
+}
+
+/// Each time `all` is told, every manager Workload the cache holds is woken.
+async fn wake_every_workload(
+    mut all: mpsc::UnboundedReceiver<()>,
+    cache: Store<Workload>,
+    refs: wake_queue::WakeSender,
+) {
+    while all.recv().await.is_some() {
+        while all.try_recv().is_ok() {}
+        refs.wake_all(cache.state().iter().map(|wl| WorkloadKey::of(wl)));
+    }
 }
 
 /// Every [`FORGET_EVERY`], the memories drop their expired entries, whether or not a
@@ -431,15 +478,24 @@ async fn run_controllers(
     woken: ControllerWakeups,
     shutdown: Shutdown,
 ) {
+    let ControllerWakeups {
+        refs,
+        refs_done,
+        all,
+        jobs,
+    } = woken;
+    tokio::spawn(wake_every_workload(all, controller.store(), refs.sender()));
     let workloads_running = controller
         .with_config(controller::Config::default().concurrency(RECONCILE_CONCURRENCY))
-        .reconcile_on(woken.refs)
-        .reconcile_all_on(UnboundedReceiverStream::new(woken.all))
+        .reconcile_on(refs)
         .graceful_shutdown_on(shutdown.clone().requested())
         .run(reconcile, error_policy, context.clone())
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "controller event");
+        .for_each(move |result| {
+            reconcile_ended(&refs_done, &result);
+            async move {
+                if let Err(e) = result {
+                    tracing::debug!(error = %e, "controller event");
+                }
             }
         });
     // Manager Jobs: only queued ones are cached; their Workloads (through the Workload
@@ -452,7 +508,7 @@ async fn run_controllers(
         strip_managed_fields,
     )
     .with_config(controller::Config::default().concurrency(RECONCILE_CONCURRENCY))
-    .reconcile_on(UnboundedReceiverStream::new(woken.jobs))
+    .reconcile_on(UnboundedReceiverStream::new(jobs))
     .reconcile_all_on(UnboundedReceiverStream::new(every_job))
     .graceful_shutdown_on(shutdown.requested())
     .run(job_controller::reconcile, error_policy, context)
@@ -675,5 +731,47 @@ mod tests {
         assert!(wakes_admission(&watcher::Event::InitDone));
         assert!(!wakes_admission(&watcher::Event::Init));
         assert!(!wakes_admission(&watcher::Event::InitApply(wl())));
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("failed")]
+    struct Failed;
+
+    type Ended = Result<(ObjectRef<Workload>, Action), controller::Error<Failed, Failed>>;
+
+    /// Every reconcile's end frees its hand-on, whether it succeeded, failed or found no
+    /// object; an end naming no object frees nothing.
+    #[test]
+    fn every_reconcile_end_naming_a_workload_frees_its_hand_on() {
+        let (tx, mut rx, done) = wake_queue::channel(3, Gauge::default());
+        tx.wake_all(["a", "b", "c", "d"].map(|n| WorkloadKey::new("team-a", n)));
+        let mut take = || {
+            use futures::FutureExt;
+            rx.next().now_or_never().flatten().map(|r| r.name)
+        };
+        assert_eq!(
+            [take(), take(), take(), take()],
+            [Some("a".into()), Some("b".into()), Some("c".into()), None]
+        );
+        let obj = |n: &str| ObjectRef::<Workload>::new(n).within("team-a");
+        let erased = |n: &str| Box::new(obj(n).erase());
+        let ends: [Ended; 4] = [
+            Err(controller::Error::QueueError(Failed)),
+            Ok((obj("a"), Action::await_change())),
+            Err(controller::Error::ReconcilerFailed(Failed, erased("b"))),
+            Err(controller::Error::ObjectNotFound(erased("c"))),
+        ];
+        let mut freed = Vec::new();
+        for end in &ends {
+            reconcile_ended(&done, end);
+            freed.push(take());
+        }
+        assert_eq!(freed, [None, Some("d".into()), None, None]);
+        // b's and c's hand-ons were freed too: two more go, the third waits for d.
+        tx.wake_all(["e", "f", "g"].map(|n| WorkloadKey::new("team-a", n)));
+        assert_eq!(
+            [take(), take(), take()],
+            [Some("e".into()), Some("f".into()), None]
+        );
     }
 }
