@@ -84,11 +84,11 @@ mod tests {
 
     fn with_ref(group: PriorityClassGroup, kind: PriorityClassKind, name: &str) -> WorkloadSpec {
         WorkloadSpec {
-            priority_class_ref: Some(PriorityClassRef {
+            priority_class_ref: Some(Box::new(PriorityClassRef {
                 group,
                 kind,
                 name: name.into(),
-            }),
+            })),
             ..Default::default()
         }
     }

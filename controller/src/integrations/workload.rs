@@ -132,7 +132,7 @@ pub fn workload_for(
             ..Default::default()
         },
         spec: WorkloadSpec {
-            priority_class_ref: priority_class(obj, &roles),
+            priority_class_ref: priority_class(obj, &roles).map(Box::new),
             pod_sets,
             queue_name: queue_name(obj).map(str::to_string),
             ..Default::default()

@@ -149,7 +149,7 @@ pub fn workload_for_job(job: &Job) -> Result<Workload, JobError> {
                 ..Default::default()
             }],
             queue_name: queue_name(job).map(str::to_string),
-            priority_class_ref,
+            priority_class_ref: priority_class_ref.map(Box::new),
             ..Default::default()
         },
         status: None,

@@ -159,7 +159,7 @@ pub fn plan(obs: &Observation<'_>, config: &LifecycleConfig) -> Plan {
         .collect();
     let update_priority = (!stale.is_empty()).then(|| PriorityUpdate {
         clusters: stale,
-        class: obs.workload.spec.priority_class_ref.clone(),
+        class: obs.workload.spec.priority_class_ref.as_deref().cloned(),
         priority: obs.workload.spec.priority.or(obs.priority),
     });
     let mut plan = Plan {

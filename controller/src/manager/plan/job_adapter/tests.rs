@@ -353,7 +353,7 @@ fn labelled(class: &str) -> Job {
 }
 
 fn with_class(mut wl: Workload, group: PriorityClassGroup, name: &str) -> Workload {
-    wl.spec.priority_class_ref = Some(baton_crds::workload::PriorityClassRef {
+    wl.spec.priority_class_ref = Some(Box::new(baton_crds::workload::PriorityClassRef {
         group,
         kind: match group {
             PriorityClassGroup::Kueue => {
@@ -364,7 +364,7 @@ fn with_class(mut wl: Workload, group: PriorityClassGroup, name: &str) -> Worklo
             }
         },
         name: name.into(),
-    });
+    }));
     wl
 }
 

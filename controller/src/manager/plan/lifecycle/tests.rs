@@ -905,14 +905,14 @@ fn a_lost_or_gone_winner_gets_upstreams_retry_messages() {
 }
 
 fn with_class(mut wl: Workload, class: &str, group: PriorityClassGroup) -> Workload {
-    wl.spec.priority_class_ref = Some(PriorityClassRef {
+    wl.spec.priority_class_ref = Some(Box::new(PriorityClassRef {
         group,
         kind: match group {
             PriorityClassGroup::Kueue => PriorityClassKind::WorkloadPriorityClass,
             PriorityClassGroup::Scheduling => PriorityClassKind::PriorityClass,
         },
         name: class.into(),
-    });
+    }));
     wl
 }
 

@@ -120,14 +120,14 @@ fn a_resolved_priority_stands_in_only_where_the_spec_has_none() {
 fn a_class_change_is_updatable_in_place_only_between_workload_priority_classes() {
     let updatable = |from: Option<PriorityClassRef>, to: Option<PriorityClassRef>| {
         let mut m = manager();
-        m.spec.priority_class_ref = from;
+        m.spec.priority_class_ref = from.map(Box::new);
         let replica = CachedReplica::compact(&build_replica(
             &m,
             Some(1),
             "mk",
             baton_core::ungate::ReplicaGating::Gated,
         ));
-        m.spec.priority_class_ref = to;
+        m.spec.priority_class_ref = to.map(Box::new);
         m.spec.priority = Some(2);
         let expected = SpecDigest::of(&m.spec);
         assert!(in_sync(&expected, &replica));
