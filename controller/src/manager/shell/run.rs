@@ -267,9 +267,10 @@ where
     Controller::for_stream(objects, reader)
 }
 
-/// The manager Workload controller. Its watch runs on its own: each applied Workload goes
-/// through the wake-up queue ([`wake_queue`]), as the replicas' events do, so that the
-/// controller is handed a bounded number of workloads at a time. The watch also wakes the
+/// The manager Workload controller, and its watch as a future of its own (the caller polls
+/// it beside the controller): each applied Workload goes through the wake-up queue
+/// ([`wake_queue`]), as the replicas' events do, so that the controller is handed a bounded
+/// number of workloads at a time, instead of feeding the controller. The watch also wakes the
 /// admission loop, which scans every workload, on each change of a manager Workload
 /// ([`wakes_admission`]), once the cache holds it: a reconcile woken by a replica changes no
 /// manager Workload, so it does not wake the loop.
