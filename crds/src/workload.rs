@@ -125,7 +125,7 @@ pub struct PriorityClassRef {
     pub name: String,
 }
 
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
 pub enum PriorityClassGroup {
     #[serde(rename = "kueue.x-k8s.io")]
     Kueue,

@@ -82,33 +82,39 @@ fn parse_uuid(text: &str) -> Option<[u64; 2]> {
     Some([(digits >> 64) as u64, digits as u64])
 }
 
-/// An optional instant as nanoseconds since the epoch (one word where `Option<DateTime>`
-/// takes two). Instants before 1677 or after 2262 are kept as the nearest one in range:
-/// only an order between times of the same cluster, and a timeout from now, are read off
-/// them.
+/// An optional instant as whole seconds since 2020 (half a word where `Option<DateTime>`
+/// takes two). The API server stores times floored to the second (`metav1.Time`), so a time
+/// read off a replica loses nothing; one the manager sets itself
+/// ([`super::CachedReplica::with_open_time`]) is floored the same way, and the ungating rule
+/// counts from the latest instant a stored second may stand for
+/// (`baton_core::ungate::STORED_TIME_PRECISION`). Instants before 1952 or after 2088 are
+/// kept as the nearest one in range: only an order between times of the same cluster, and
+/// a timeout from now, are read off them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Stamp(i64);
+pub(super) struct Stamp(i32);
+
+/// 2020-01-01T00:00:00Z, in seconds since the Unix epoch.
+const STAMP_EPOCH: i64 = 1_577_836_800;
 
 impl Stamp {
-    pub(super) const NONE: Self = Self(i64::MIN);
+    pub(super) const NONE: Self = Self(i32::MIN);
 
     pub(super) fn new(at: Option<DateTime<Utc>>) -> Self {
         match at {
             None => Self::NONE,
-            Some(at) => Self(
-                at.timestamp_nanos_opt()
-                    .unwrap_or(if at.timestamp() > 0 {
-                        i64::MAX
-                    } else {
-                        i64::MIN + 1
-                    })
-                    .max(i64::MIN + 1),
-            ),
+            Some(at) => {
+                let offset = at.timestamp().saturating_sub(STAMP_EPOCH);
+                let clamped = offset.clamp(i64::from(i32::MIN) + 1, i64::from(i32::MAX));
+                Self(i32::try_from(clamped).unwrap_or(i32::MAX))
+            }
         }
     }
 
     pub(super) fn get(self) -> Option<DateTime<Utc>> {
-        (self != Self::NONE).then(|| DateTime::from_timestamp_nanos(self.0))
+        if self == Self::NONE {
+            return None;
+        }
+        DateTime::from_timestamp(STAMP_EPOCH + i64::from(self.0), 0)
     }
 }
 
@@ -156,8 +162,17 @@ mod tests {
 
     #[test]
     fn stamps_keep_instants_in_range_and_clamp_the_rest() {
-        let at = DateTime::from_timestamp(1_700_000_000, 123_456_789).expect("time");
+        let at = DateTime::from_timestamp(1_700_000_000, 0).expect("time");
         assert_eq!(Stamp::new(Some(at)).get(), Some(at));
+        let within = DateTime::from_timestamp(1_700_000_000, 999_999_999).expect("time");
+        assert_eq!(
+            Stamp::new(Some(within)).get(),
+            Some(at),
+            "floored, as stored"
+        );
+        let before = DateTime::from_timestamp(1_000_000_000, 500_000_000).expect("2001");
+        let floored = DateTime::from_timestamp(1_000_000_000, 0).expect("2001");
+        assert_eq!(Stamp::new(Some(before)).get(), Some(floored));
         assert_eq!(Stamp::new(None).get(), None);
         let epoch = DateTime::from_timestamp(0, 0).expect("time");
         assert_eq!(Stamp::new(Some(epoch)).get(), Some(epoch));
@@ -166,6 +181,9 @@ mod tests {
         assert!(kept > at && kept < far, "the latest instant in range");
         let early = DateTime::from_timestamp(-20_000_000_000, 0).expect("year 1336");
         let kept = Stamp::new(Some(early)).get().expect("some, not none");
-        assert!(kept < epoch);
+        assert!(
+            kept < epoch && kept > early,
+            "the earliest instant in range"
+        );
     }
 }

@@ -284,7 +284,7 @@ fn a_pending_replica_is_a_record_without_rare_parts() {
     );
     assert_eq!(cached.resource_version().as_deref(), Some("6138"));
     let size = std::mem::size_of::<CachedReplica>();
-    assert!(size <= 80, "{size} bytes");
+    assert!(size <= 56, "{size} bytes");
 }
 
 #[test]
