@@ -237,8 +237,12 @@ impl ReplicaCache {
         self.read().replicas.get(id).cloned()
     }
 
-    /// Every replica's namespace, name and uid (for the garbage collector).
-    pub fn entries(&self) -> Vec<ReplicaEntry> {
+    /// The namespace, name and uid of every replica whose workload `exists` says is gone
+    /// (for the garbage collector). Only those are copied out: a copy of every replica would
+    /// cost ~170 bytes each, for each worker, on every pass (8 MB a worker at 50,000
+    /// workloads), allocated between the caches' long-lived records. `exists` is called
+    /// with the caches' read locks held, so it must not touch them.
+    pub fn orphans(&self, exists: impl Fn(&str, &str) -> bool) -> Vec<ReplicaEntry> {
         let names = self.names.read();
         let inner = self.read();
         let records = &inner.replicas;
@@ -248,7 +252,7 @@ impl ReplicaCache {
             .zip(&records.records)
             .filter_map(|(id, replica)| {
                 let (namespace, name) = names.name(*id)?;
-                Some(ReplicaEntry {
+                (!exists(namespace, name)).then(|| ReplicaEntry {
                     namespace: namespace.to_string(),
                     name: name.to_string(),
                     uid: replica.uid(),
@@ -282,7 +286,7 @@ mod tests {
 
     fn uids(cache: &ReplicaCache) -> Vec<(String, String, Option<String>)> {
         let mut all: Vec<_> = cache
-            .entries()
+            .orphans(|_, _| false)
             .into_iter()
             .map(|e| (e.namespace, e.name, e.uid))
             .collect();
@@ -308,6 +312,28 @@ mod tests {
             uids(&cache),
             vec![("b".into(), "x".into(), Some("2".into()))]
         );
+    }
+
+    #[test]
+    fn only_replicas_whose_workload_is_gone_are_copied_out() {
+        let cache = ReplicaCache::default();
+        for (ns, name, uid) in [("a", "kept", "1"), ("a", "gone", "2"), ("b", "kept", "3")] {
+            cache.apply(&Event::Apply(replica(ns, name, uid)));
+        }
+        let orphans = cache.orphans(|ns, name| name == "kept" && ns == "a");
+        let mut found: Vec<_> = orphans
+            .into_iter()
+            .map(|e| (e.namespace, e.name, e.uid))
+            .collect();
+        found.sort();
+        assert_eq!(
+            found,
+            vec![
+                ("a".into(), "gone".into(), Some("2".into())),
+                ("b".into(), "kept".into(), Some("3".into())),
+            ]
+        );
+        assert!(cache.orphans(|_, _| true).is_empty());
     }
 
     #[test]

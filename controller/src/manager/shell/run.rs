@@ -661,11 +661,12 @@ async fn garbage_collector(pool: WorkerPool, workloads: Store<Workload>, config:
     loop {
         tick.tick().await;
         for (cluster, worker) in pool.connected() {
-            for replica in worker.replicas.entries() {
-                let key = ObjectRef::<Workload>::new(&replica.name).within(&replica.namespace);
-                if workloads.get(&key).is_some() {
-                    continue;
-                }
+            let orphans = worker.replicas.orphans(|namespace, name| {
+                workloads
+                    .get(&ObjectRef::new(name).within(namespace))
+                    .is_some()
+            });
+            for replica in orphans {
                 let api: Api<Workload> = Api::namespaced(worker.client.clone(), &replica.namespace);
                 let params = DeleteParams {
                     preconditions: Some(Preconditions {
