@@ -82,8 +82,6 @@ pub struct Built {
     pub problems: Vec<WorkloadProblem>,
     pub class_problems: Vec<ClassProblem>,
     pub record_problems: Vec<RecordProblem>,
-    /// Admitted workloads per queue name, for queue status.
-    pub admitted_keys: Vec<WorkloadKey>,
 }
 
 struct Classes<'a> {
@@ -108,7 +106,13 @@ pub fn build(objects: &Objects<'_>) -> Built {
     let (policies, class_problems) = class_policies(&classes);
     let flavors = flavor_models(objects);
     let queues = queue_models(objects, &flavors);
-    let mut sorted = Sorted::default();
+    // Room for every workload up front: most hold quota on a busy manager, and a list grown
+    // by doubling would copy itself and hold up to twice the room it needs, for every
+    // cycle (room never written takes no memory).
+    let mut sorted = Sorted {
+        admitted: Vec::with_capacity(objects.workloads.len()),
+        ..Sorted::default()
+    };
     let context = PlaceContext {
         classes: &classes,
         policies: &policies,
@@ -134,7 +138,6 @@ pub fn build(objects: &Objects<'_>) -> Built {
     }
     let Sorted {
         admitted,
-        admitted_keys,
         evicting_for,
         mut pending,
         problems,
@@ -151,7 +154,6 @@ pub fn build(objects: &Objects<'_>) -> Built {
         problems,
         class_problems,
         record_problems,
-        admitted_keys,
     }
 }
 
@@ -347,7 +349,6 @@ struct PlaceContext<'a> {
 #[derive(Default)]
 struct Sorted {
     admitted: Vec<AdmittedInput>,
-    admitted_keys: Vec<WorkloadKey>,
     /// (victim, preemptor) of evicted workloads still holding quota.
     evicting_for: Vec<(WorkloadKey, WorkloadKey)>,
     pending: Vec<PendingModel>,
@@ -383,7 +384,6 @@ impl Sorted {
             };
             let admitted_at = condition_transition_time(conditions, condition::QUOTA_RESERVED)
                 .unwrap_or(model.created);
-            self.admitted_keys.push(key.clone());
             if let Some(preemptor) = self.evicted_for(wl, &key, conditions) {
                 self.evicting_for.push((key, preemptor));
             }

@@ -212,30 +212,39 @@ impl Snapshot {
             quota: QuotaState::new(frs_len, per_queue, cohorts),
             queues,
             flavors,
-            admitted: Vec::with_capacity(admitted.len()),
+            admitted: Vec::new(),
             admitted_by_queue,
             cohort_members,
             budgets,
             lowest_priority: vec![None; queues_len],
             oracle_memo: Default::default(),
         };
-        for a in admitted {
-            snapshot.push_admitted(a);
+        // The list is kept as it came, not pushed into a second one: with tens of thousands
+        // of admitted workloads the two would be held at once, every cycle.
+        for (index, model) in admitted.iter().enumerate() {
+            snapshot.account(index, model);
         }
+        snapshot.admitted = admitted;
         snapshot
     }
 
-    /// Adds an admitted workload whose usage is interned in `frs` already: a caller that
-    /// keeps its admitted models between cycles (`baton simulate`) hands them over as they
-    /// are, instead of rebuilding them by name.
-    pub fn push_admitted(&mut self, model: AdmittedModel) {
+    /// Counts the admitted workload `model`, at `index` in `admitted`: its usage, its
+    /// priority as its queue's lowest, its place in its queue's list.
+    fn account(&mut self, index: usize, model: &AdmittedModel) {
         self.quota.add(model.queue, &model.usage);
         if !model.evicting {
             let lowest = &mut self.lowest_priority[model.queue];
             let p = model.workload.priority;
             *lowest = Some(lowest.map_or(p, |l| l.min(p)));
         }
-        self.admitted_by_queue[model.queue].push(self.admitted.len());
+        self.admitted_by_queue[model.queue].push(index);
+    }
+
+    /// Adds an admitted workload whose usage is interned in `frs` already: a caller that
+    /// keeps its admitted models between cycles (`baton simulate`) hands them over as they
+    /// are, instead of rebuilding them by name.
+    pub fn push_admitted(&mut self, model: AdmittedModel) {
+        self.account(self.admitted.len(), &model);
         self.admitted.push(model);
     }
 

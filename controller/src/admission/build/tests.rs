@@ -101,7 +101,13 @@ fn admitted_workloads_hold_their_assigned_usage() {
         "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "", "lastTransitionTime": "2026-01-01T00:00:05Z"}]}})));
     let built = c.build();
     assert!(built.pending.is_empty());
-    assert_eq!(built.admitted_keys, vec!["ns/w"]);
+    let keys: Vec<String> = built
+        .snapshot
+        .admitted
+        .iter()
+        .map(|a| a.workload.key.to_string())
+        .collect();
+    assert_eq!(keys, vec!["ns/w"]);
     let fr = built.snapshot.frs.get("default", "cpu").unwrap();
     assert_eq!(built.snapshot.quota.used(0, fr), 1000);
     assert_eq!(built.snapshot.quota.available(0, fr), 3000);

@@ -1,0 +1,94 @@
+//! Memory an admission cycle's snapshot takes at scale: `cargo bench -p baton --bench
+//! cycle_memory`.
+//!
+//! Holds 50,000 manager Workloads with quota reserved (the fixture the cache benchmark
+//! reads, as the manager caches it), then builds the admission loop's snapshot from them as
+//! every cycle does, and prints the peak resident growth the build caused, per workload.
+//! The manager runs a cycle whenever one of its Workloads changes, so this is held on top
+//! of its caches through much of a burst (issue 23). Peak resident memory is reset before
+//! the build (`/proc/self/clear_refs`); the machine's load is printed with the figure.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use baton::admission::build::{Objects, build};
+use baton::manager::shell::stores::stripped_manager_workload;
+use baton_crds::{ClusterQueue, LocalQueue, ResourceFlavor, Workload};
+
+const WORKLOADS: usize = 50_000;
+
+/// The manager's allocator, as in `main.rs`.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn status_kb(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0)
+}
+
+fn object<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> anyhow::Result<Arc<T>> {
+    Ok(Arc::new(serde_json::from_value(value)?))
+}
+
+fn main() -> anyhow::Result<()> {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let fixture = include_str!("fixtures/manager-workload.json");
+    let workloads: Vec<Arc<Workload>> = (0..WORKLOADS)
+        .map(|n| {
+            let mut wl: Workload = serde_json::from_str(fixture)?;
+            wl.metadata.name = Some(format!("wl-{n:06}"));
+            Ok(Arc::new(stripped_manager_workload(wl)))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let cq = object::<ClusterQueue>(serde_json::json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+        "metadata": {"name": "cluster-queue"},
+        "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"],
+            "flavors": [{"name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": 100000}]}]}]}}))?;
+    let lq = object::<LocalQueue>(serde_json::json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+        "metadata": {"name": "user-queue", "namespace": "default"},
+        "spec": {"clusterQueue": "cluster-queue"}}))?;
+    let flavor = object::<ResourceFlavor>(serde_json::json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+        "metadata": {"name": "default-flavor"}, "spec": {}}))?;
+    let objects = Objects {
+        workloads: &workloads,
+        cluster_queues: &[cq],
+        local_queues: &[lq],
+        flavors: &[flavor],
+        workload_classes: &[],
+        pod_classes: &[],
+        budgets: &[],
+        namespaces: &[],
+    };
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let before = status_kb("VmRSS:");
+    let started = Instant::now();
+    let built = build(&objects);
+    let took = started.elapsed();
+    let held = status_kb("VmRSS:").saturating_sub(before);
+    let admitted = built.snapshot.admitted.len();
+    drop(built);
+    let peak = status_kb("VmHWM:").saturating_sub(before);
+    println!(
+        "machine: {} cores, load average {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    println!(
+        "{WORKLOADS} admitted workloads ({admitted} in the snapshot): the build took {:.0} ms, \
+         held {} bytes per workload when done, peaked at {} bytes per workload",
+        took.as_secs_f64() * 1000.0,
+        held * 1024 / WORKLOADS as u64,
+        peak * 1024 / WORKLOADS as u64
+    );
+    Ok(())
+}
