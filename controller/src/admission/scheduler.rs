@@ -45,7 +45,7 @@ use crate::metrics::{ClassLabel, ErrorLabel, Metrics, PendingLabel, QueueLabel};
 use crate::queue_status::{self, Inactive, QueueInputs, queue_statuses};
 use crate::watch::strip_managed_fields;
 use baton_core::admission::batch;
-use baton_core::admission::cycle::{Decision, Outcome};
+use baton_core::admission::cycle::{Decision, Outcome, Reach};
 use baton_core::admission::model::{PendingModel, QueueModel, Snapshot};
 use baton_core::admission::step::LoopMemory;
 
@@ -196,7 +196,7 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
     report_record_problems(state, &built.record_problems);
 
     let models = built.snapshot.queues.clone();
-    let decisions = decide(
+    let (decisions, reach) = decide(
         shell,
         &mut state.memory,
         std::mem::take(&mut built.snapshot),
@@ -215,6 +215,9 @@ pub async fn cycle(shell: &Shell, state: &mut LoopState) {
     if more == More::Left {
         // The decisions left out are decided again, from what the cache then shows.
         state.resync();
+        let _ = shell.wake.send(());
+    } else if reach == Reach::Stopped {
+        // The cycle stopped at its admissions: the workloads after them are decided next.
         let _ = shell.wake.send(());
     }
 
@@ -272,8 +275,10 @@ impl Inputs {
     }
 }
 
-/// The core's step over the built snapshot: the decisions, in decision order. Victims of
-/// preemptors that are gone are counted as wasted.
+/// The core's step over the built snapshot: the decisions, in decision order, and whether
+/// the cycle stopped at the admissions one cycle writes ([`batch::WRITES_PER_CYCLE`]; the
+/// writes would stop there anyway). Victims of preemptors that are gone are counted as
+/// wasted.
 fn decide(
     shell: &Shell,
     memory: &mut LoopMemory,
@@ -282,13 +287,14 @@ fn decide(
     fingerprints: &HashMap<WorkloadKey, u64>,
     workloads: &[Arc<Workload>],
     now: DateTime<Utc>,
-) -> Vec<Decision> {
+) -> (Vec<Decision>, Reach) {
     let pending_count = pending.len();
-    let step = memory.step(
+    let step = memory.step_within(
         &mut snapshot,
         pending.iter_mut().collect(),
         |p| fingerprints.get(&p.workload.key).copied().unwrap_or(0),
         now,
+        batch::WRITES_PER_CYCLE,
     );
     count_wasted(&shell.metrics, &step.dropped, workloads);
     let decisions: Vec<Decision> = step.drafts.iter().map(|d| d.decision(&snapshot)).collect();
@@ -296,9 +302,10 @@ fn decide(
         pending = pending_count,
         active = step.active,
         decisions = decisions.len(),
+        reach = ?step.reach,
         "scheduling cycle"
     );
-    decisions
+    (decisions, step.reach)
 }
 
 /// Whether a cycle left decisions to the next one ([`batch`]).

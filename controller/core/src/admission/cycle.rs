@@ -302,9 +302,35 @@ pub fn schedule_drafts<'a>(
     pending: &[&'a PendingModel],
     now: DateTime<Utc>,
 ) -> Vec<Draft<'a>> {
+    schedule_drafts_within(snapshot, pending, now, usize::MAX).0
+}
+
+/// Whether a cycle decided for every workload it reached, or stopped at its admission limit
+/// ([`schedule_drafts_within`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    Whole,
+    /// It admitted as many as it may: the workloads after the last admission in queue
+    /// order are left undecided, for the next cycle.
+    Stopped,
+}
+
+/// [`schedule_drafts`] that stops deciding once it has admitted `admissions` workloads.
+/// Decisions are made in order, each with the quota the ones before it take, so the drafts
+/// are the first ones a cycle without the limit would make; the workloads after them are
+/// decided by the next cycle, from what it sees. A caller that writes each admission
+/// bounds what one cycle holds and computes this way: with tens of thousands of pending
+/// workloads that fit, deciding them all to write a few hundred costs the rest's fittings
+/// in memory and time, every cycle (issue 23).
+pub fn schedule_drafts_within<'a>(
+    snapshot: &mut Snapshot,
+    pending: &[&'a PendingModel],
+    now: DateTime<Utc>,
+    admissions: usize,
+) -> (Vec<Draft<'a>>, Reach) {
     // The flavor oracle remembers its answers for this cycle only.
     snapshot.oracle_memo.start();
-    let drafts = drafts(snapshot, pending, now);
+    let drafts = drafts(snapshot, pending, now, admissions);
     snapshot.oracle_memo.stop();
     drafts
 }
@@ -313,7 +339,11 @@ fn drafts<'a>(
     snapshot: &mut Snapshot,
     pending: &[&'a PendingModel],
     now: DateTime<Utc>,
-) -> Vec<Draft<'a>> {
+    admissions: usize,
+) -> (Vec<Draft<'a>>, Reach) {
+    if admissions == 0 {
+        return (Vec::new(), Reach::Stopped);
+    }
     let mut by_queue: Vec<Vec<&PendingModel>> = vec![Vec::new(); snapshot.queues.len()];
     for &p in pending {
         if let Some(list) = by_queue.get_mut(p.queue) {
@@ -327,7 +357,7 @@ fn drafts<'a>(
     // What admitted workloads hold right now: unlike `snapshot.quota`, victims keep their
     // quota here until their pods are gone, and preemptors hold nothing yet.
     let mut held = snapshot.quota.clone();
-    let mut drafts = Vec::with_capacity(pending.len());
+    let mut drafts = Vec::with_capacity(pending.len().min(admissions));
     // Preemptors some returned victim yields to, with their queue (usually none).
     let awaited: HashSet<&WorkloadKey> = pending
         .iter()
@@ -349,6 +379,7 @@ fn drafts<'a>(
         .iter()
         .map(|l| (!l.is_empty()).then_some(0))
         .collect();
+    let mut admissions_left = admissions;
     let paused = pass(
         snapshot,
         &by_queue,
@@ -362,9 +393,13 @@ fn drafts<'a>(
             decided: &mut decided,
             holds: &mut holds,
             kept: &mut kept,
+            admissions_left: &mut admissions_left,
         },
         now,
     );
+    if admissions_left == 0 {
+        return (drafts, Reach::Stopped);
+    }
     pass(
         snapshot,
         &by_queue,
@@ -378,10 +413,16 @@ fn drafts<'a>(
             decided: &mut decided,
             holds: &mut holds,
             kept: &mut kept,
+            admissions_left: &mut admissions_left,
         },
         now,
     );
-    drafts
+    let reach = if admissions_left == 0 {
+        Reach::Stopped
+    } else {
+        Reach::Whole
+    };
+    (drafts, reach)
 }
 
 /// What a cycle accumulates across its two passes.
@@ -399,6 +440,9 @@ struct Cycle<'c, 'a> {
     holds: &'c mut HashMap<&'a WorkloadKey, Hold>,
     /// Per queue, the room kept by its preemptors without victims (see `reserve`).
     kept: &'c mut HashMap<usize, Usage>,
+    /// Admissions the cycle may still make before it stops deciding
+    /// ([`schedule_drafts_within`]).
+    admissions_left: &'c mut usize,
 }
 
 /// A waiting preemptor's room, held until it is decided.
@@ -559,6 +603,12 @@ fn pass<'a>(
         let admitted = matches!(draft.outcome, DraftOutcome::Admit);
         let strict = snapshot.queues[head.queue].strategy == QueueingStrategy::StrictFIFO;
         cycle.drafts.push(draft);
+        if admitted {
+            *cycle.admissions_left = cycle.admissions_left.saturating_sub(1);
+            if *cycle.admissions_left == 0 {
+                break; // the rest is the next cycle's
+            }
+        }
         if !admitted && strict {
             continue; // the queue is blocked behind its head
         }

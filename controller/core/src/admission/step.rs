@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use baton_crds::WorkloadKey;
 use chrono::{DateTime, Utc};
 
-use super::cycle::{Draft, DraftOutcome, schedule_drafts};
+use super::cycle::{Draft, DraftOutcome, Reach, schedule_drafts_within};
 use super::model::{HeldFlavors, PendingModel, Snapshot};
 use super::preempt::PreemptReason;
 use super::queues::{Capacity, QueueState, Standing};
@@ -56,6 +56,9 @@ pub struct Step<'a> {
     pub dropped: Vec<(WorkloadKey, Vec<WorkloadKey>)>,
     /// How many pending workloads took part (the rest were set aside).
     pub active: usize,
+    /// Whether the cycle stopped at its admission limit ([`LoopMemory::step_within`]),
+    /// leaving workloads undecided: the caller runs another cycle soon.
+    pub reach: Reach,
 }
 
 impl LoopMemory {
@@ -101,6 +104,20 @@ impl LoopMemory {
         pending: Vec<&'a mut PendingModel>,
         fingerprint: impl Fn(&PendingModel) -> u64,
         now: DateTime<Utc>,
+    ) -> Step<'a> {
+        self.step_within(snapshot, pending, fingerprint, now, usize::MAX)
+    }
+
+    /// [`Self::step`] whose cycle stops deciding once it has admitted `admissions`
+    /// workloads (`cycle::schedule_drafts_within`); the undecided ones are neither set
+    /// aside nor otherwise remembered, and the step's [`Step::reach`] says the cycle stopped.
+    pub fn step_within<'a>(
+        &mut self,
+        snapshot: &mut Snapshot,
+        pending: Vec<&'a mut PendingModel>,
+        fingerprint: impl Fn(&PendingModel) -> u64,
+        now: DateTime<Utc>,
+        admissions: usize,
     ) -> Step<'a> {
         let capacity = Capacity::of(snapshot);
         match &self.capacity {
@@ -149,7 +166,7 @@ impl LoopMemory {
             .filter(|(_, active)| *active)
             .map(|(p, _)| -> &'a PendingModel { p })
             .collect();
-        let drafts = schedule_drafts(snapshot, &active, now);
+        let (drafts, reach) = schedule_drafts_within(snapshot, &active, now, admissions);
         self.capacity = Some(Capacity::of(snapshot));
         for draft in &drafts {
             self.remember(draft, snapshot, &fingerprint);
@@ -158,6 +175,7 @@ impl LoopMemory {
             drafts,
             dropped,
             active: active.len(),
+            reach,
         }
     }
 

@@ -3,6 +3,7 @@
 
 use super::LoopMemory;
 use crate::admission::cycle::DraftOutcome;
+use crate::admission::cycle::Reach;
 use crate::admission::model::PendingModel;
 use crate::admission::preempt::PreemptReason;
 use crate::admission::tests::world::{World, key, now, workload};
@@ -192,4 +193,102 @@ fn a_set_aside_workload_that_left_is_not_counted_while_others_return() {
         "{:?}",
         memory.set_aside_counts()
     );
+}
+
+/// One limited step over `world`: (key, outcome name, set aside) per draft, and its reach.
+fn step_within(
+    memory: &mut LoopMemory,
+    world: &mut World,
+    admissions: usize,
+) -> (Vec<(String, &'static str, bool)>, Reach) {
+    let mut snapshot = world.snapshot();
+    let pending: Vec<&mut PendingModel> = world.pending.iter_mut().collect();
+    let step = memory.step_within(&mut snapshot, pending, gate, now(), admissions);
+    let drafts = step
+        .drafts
+        .iter()
+        .map(|d| {
+            let what = match d.outcome {
+                DraftOutcome::Admit => "admit",
+                DraftOutcome::Pending(_) => "pending",
+                _ => "other",
+            };
+            (d.key().to_string(), what, d.set_aside)
+        })
+        .collect();
+    (drafts, step.reach)
+}
+
+/// One queue of 4 cpus, an 8-cpu workload that never fits first in order (priority 5),
+/// then four 1-cpu workloads in creation order.
+fn one_too_big_then_four() -> World {
+    let mut w = World::default();
+    let q = w.queue("cq", None, &[("default", 4)]);
+    w.submit(q, workload("ns/big", 5, 0, 8));
+    for (i, name) in ["ns/a", "ns/b", "ns/c", "ns/d"].iter().enumerate() {
+        w.submit(q, workload(name, 0, 1 + i as i64, 1));
+    }
+    w
+}
+
+#[test]
+fn a_limited_step_decides_the_first_of_an_unlimited_one_and_stops_at_its_admissions() {
+    let whole = step(&mut LoopMemory::default(), &mut one_too_big_then_four());
+    assert_eq!(whole.len(), 5, "{whole:?}");
+    let mut world = one_too_big_then_four();
+    let (drafts, reach) = step_within(&mut LoopMemory::default(), &mut world, 2);
+    assert_eq!(reach, Reach::Stopped);
+    let named: Vec<(String, &str)> = drafts.iter().map(|(k, w, _)| (k.clone(), *w)).collect();
+    assert_eq!(
+        named,
+        [
+            ("ns/big".to_string(), "pending"),
+            ("ns/a".to_string(), "admit"),
+            ("ns/b".to_string(), "admit")
+        ],
+        "a workload that waits does not count against the limit"
+    );
+    let prefix: Vec<(String, &str)> = whole[..3].iter().map(|(k, w, _)| (k.clone(), *w)).collect();
+    assert_eq!(named, prefix, "the same decisions, in the same order");
+}
+
+#[test]
+fn a_limit_the_cycle_does_not_reach_changes_nothing() {
+    let whole = step(&mut LoopMemory::default(), &mut one_too_big_then_four());
+    let (drafts, reach) = step_within(&mut LoopMemory::default(), &mut one_too_big_then_four(), 5);
+    assert_eq!(reach, Reach::Whole);
+    assert_eq!(drafts, whole);
+    let (none, reach) = step_within(&mut LoopMemory::default(), &mut one_too_big_then_four(), 0);
+    assert!(none.is_empty());
+    assert_eq!(
+        reach,
+        Reach::Stopped,
+        "no admission allowed: nothing decided"
+    );
+}
+
+#[test]
+fn workloads_a_stopped_cycle_left_undecided_take_part_in_the_next() {
+    let mut world = one_too_big_then_four();
+    let mut memory = LoopMemory::default();
+    let (first, _) = step_within(&mut memory, &mut world, 2);
+    assert_eq!(first.len(), 3);
+    // What the first cycle admitted now holds quota; the undecided are not set aside.
+    world
+        .pending
+        .retain(|p| !["ns/a", "ns/b"].contains(&p.workload.key.to_string().as_str()));
+    for name in ["ns/a", "ns/b"] {
+        world.admit(0, "default", workload(name, 0, 1, 1), 5);
+    }
+    let (second, reach) = step_within(&mut memory, &mut world, 2);
+    assert_eq!(reach, Reach::Stopped);
+    assert_eq!(
+        second,
+        [
+            ("ns/c".to_string(), "admit", false),
+            ("ns/d".to_string(), "admit", false)
+        ],
+        "the set-aside big one sits out; the undecided two are decided now"
+    );
+    assert_eq!(memory.set_aside_counts().get("cq"), Some(&1));
 }
