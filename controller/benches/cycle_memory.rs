@@ -3,10 +3,12 @@
 //!
 //! Holds 50,000 manager Workloads with quota reserved (the fixture the cache benchmark
 //! reads, as the manager caches it), then builds the admission loop's snapshot from them as
-//! every cycle does, and prints the peak resident growth the build caused, per workload.
-//! The manager runs a cycle whenever one of its Workloads changes, so this is held on top
-//! of its caches through much of a burst (issue 23). Peak resident memory is reset before
-//! the build (`/proc/self/clear_refs`); the machine's load is printed with the figure.
+//! every cycle does, and prints the resident growth the build caused, per workload: when no
+//! workload waits (the admitted ones are their usage alone) and when one does (they are
+//! kept as models, for victims). The manager runs a cycle whenever one of its Workloads
+//! changes, so this is held on top of its caches through much of a burst (issue 23). Peak
+//! resident memory is reset before each build (`/proc/self/clear_refs`); the machine's load
+//! is printed with the figures.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -34,6 +36,26 @@ fn object<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> anyhow::R
     Ok(Arc::new(serde_json::from_value(value)?))
 }
 
+/// Builds the snapshot of `objects` and prints what the build held and peaked at.
+fn measure(what: &str, objects: &Objects<'_>) {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let before = status_kb("VmRSS:");
+    let started = Instant::now();
+    let built = build(objects);
+    let took = started.elapsed();
+    let held = status_kb("VmRSS:").saturating_sub(before);
+    let models = built.snapshot.admitted.len();
+    drop(built);
+    let peak = status_kb("VmHWM:").saturating_sub(before);
+    println!(
+        "{WORKLOADS} admitted workloads, {what} ({models} kept as models): the build took \
+         {:.0} ms, held {} bytes per admitted workload when done, peaked at {}",
+        took.as_secs_f64() * 1000.0,
+        held * 1024 / WORKLOADS as u64,
+        peak * 1024 / WORKLOADS as u64
+    );
+}
+
 fn main() -> anyhow::Result<()> {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let fixture = include_str!("fixtures/manager-workload.json");
@@ -56,25 +78,6 @@ fn main() -> anyhow::Result<()> {
     let flavor = object::<ResourceFlavor>(serde_json::json!({
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
         "metadata": {"name": "default-flavor"}, "spec": {}}))?;
-    let objects = Objects {
-        workloads: &workloads,
-        cluster_queues: &[cq],
-        local_queues: &[lq],
-        flavors: &[flavor],
-        workload_classes: &[],
-        pod_classes: &[],
-        budgets: &[],
-        namespaces: &[],
-    };
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-    let before = status_kb("VmRSS:");
-    let started = Instant::now();
-    let built = build(&objects);
-    let took = started.elapsed();
-    let held = status_kb("VmRSS:").saturating_sub(before);
-    let admitted = built.snapshot.admitted.len();
-    drop(built);
-    let peak = status_kb("VmHWM:").saturating_sub(before);
     println!(
         "machine: {} cores, load average {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
@@ -83,12 +86,24 @@ fn main() -> anyhow::Result<()> {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    println!(
-        "{WORKLOADS} admitted workloads ({admitted} in the snapshot): the build took {:.0} ms, \
-         held {} bytes per workload when done, peaked at {} bytes per workload",
-        took.as_secs_f64() * 1000.0,
-        held * 1024 / WORKLOADS as u64,
-        peak * 1024 / WORKLOADS as u64
-    );
+    let (cqs, lqs, flavors) = ([cq], [lq], [flavor]);
+    let objects = |workloads| Objects {
+        workloads,
+        cluster_queues: &cqs,
+        local_queues: &lqs,
+        flavors: &flavors,
+        workload_classes: &[],
+        pod_classes: &[],
+        budgets: &[],
+        namespaces: &[],
+    };
+    measure("none waits", &objects(&workloads));
+    // One workload waits: the admitted workloads are kept as models (victims).
+    let mut waiting: Workload = serde_json::from_str(fixture)?;
+    waiting.metadata.name = Some("waiting".into());
+    waiting.status = None;
+    let mut with_waiting = workloads.clone();
+    with_waiting.push(Arc::new(stripped_manager_workload(waiting)));
+    measure("one waits", &objects(&with_waiting));
     Ok(())
 }

@@ -14,7 +14,7 @@ use baton_crds::gates::{gates, preemption_gated};
 use baton_crds::priority::{PriorityClasses, resolve_priority};
 use baton_crds::quantity::parse_milli;
 use baton_crds::time::to_chrono;
-use baton_crds::workload::PriorityClassGroup;
+use baton_crds::workload::{Admission, PriorityClassGroup};
 use baton_crds::{
     ClusterQueue, LocalQueue, ParseKeyError, ResourceFlavor, Workload, WorkloadKey,
     WorkloadPriorityClass,
@@ -106,11 +106,27 @@ pub fn build(objects: &Objects<'_>) -> Built {
     let (policies, class_problems) = class_policies(&classes);
     let flavors = flavor_models(objects);
     let queues = queue_models(objects, &flavors);
+    // With no workload waiting, the cycle reads nothing of the admitted ones but their
+    // usage: their models are not kept (a manager holding quota for tens of thousands of
+    // dispatched workloads runs such cycles whenever one of them changes).
+    let keep = if objects
+        .workloads
+        .iter()
+        .any(|wl| matches!(standing(wl), Standing::Waiting(_)))
+    {
+        Keep::Models
+    } else {
+        Keep::Usage
+    };
     // Room for every workload up front: most hold quota on a busy manager, and a list grown
     // by doubling would copy itself and hold up to twice the room it needs, for every
     // cycle (room never written takes no memory).
     let mut sorted = Sorted {
-        admitted: Vec::with_capacity(objects.workloads.len()),
+        admitted: Vec::with_capacity(match keep {
+            Keep::Models => objects.workloads.len(),
+            Keep::Usage => 0,
+        }),
+        keep,
         ..Sorted::default()
     };
     let context = PlaceContext {
@@ -138,14 +154,29 @@ pub fn build(objects: &Objects<'_>) -> Built {
     }
     let Sorted {
         admitted,
+        held,
         evicting_for,
         mut pending,
         problems,
         record_problems,
         fingerprints,
+        keep: _,
     } = sorted;
     let QueueTable { models, limits, .. } = queues;
-    let snapshot = Snapshot::new(models, flavors, limits, admitted, budget_models(objects));
+    let budgets = budget_models(objects);
+    let snapshot = match keep {
+        Keep::Models => Snapshot::new(models, flavors, limits, admitted, budgets),
+        Keep::Usage => {
+            let held = held
+                .into_iter()
+                .map(|(queue, usage)| {
+                    let named = usage.into_iter().map(|((f, r), a)| (f, r, a)).collect();
+                    (queue, named)
+                })
+                .collect();
+            Snapshot::holding(models, flavors, limits, held, budgets)
+        }
+    };
     link_preemptors(&mut pending, &evicting_for);
     Built {
         snapshot,
@@ -345,10 +376,61 @@ struct PlaceContext<'a> {
     namespace_labels: HashMap<String, &'a BTreeMap<String, String>>,
 }
 
+/// What a cycle keeps of the admitted workloads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Keep {
+    /// Their models (victims, budgets' bystanders, rooms held for preemptors).
+    #[default]
+    Models,
+    /// Their usage, summed per queue: no workload waits.
+    Usage,
+}
+
+/// Where a workload stands, as the cycle sorts it (before its model is read).
+enum Standing<'a> {
+    /// Deleted or finished: the cycle ignores it.
+    Gone,
+    /// It holds a reservation (`status.admission` and `QuotaReserved=True`).
+    Holding(&'a Admission),
+    /// Inactive, or in no queue: it waits for nothing.
+    Idle,
+    /// It waits for quota in this LocalQueue.
+    Waiting(&'a str),
+}
+
+fn standing(wl: &Workload) -> Standing<'_> {
+    let conditions = wl
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or(&[]);
+    if wl.metadata.deletion_timestamp.is_some()
+        || is_condition_true(conditions, condition::FINISHED)
+    {
+        return Standing::Gone;
+    }
+    if let Some(admission) = wl.status.as_ref().and_then(|s| s.admission.as_ref())
+        && is_condition_true(conditions, condition::QUOTA_RESERVED)
+    {
+        return Standing::Holding(admission);
+    }
+    if !wl.spec.active {
+        return Standing::Idle;
+    }
+    match wl.spec.queue_name.as_deref().filter(|q| !q.is_empty()) {
+        Some(queue_name) => Standing::Waiting(queue_name),
+        None => Standing::Idle,
+    }
+}
+
 /// The workloads sorted into admitted, pending and unusable.
 #[derive(Default)]
 struct Sorted {
+    keep: Keep,
     admitted: Vec<AdmittedInput>,
+    /// The usage of the admitted workloads per queue, flavor and resource, when their models
+    /// are not kept ([`Keep::Usage`]).
+    held: BTreeMap<usize, BTreeMap<(String, String), i128>>,
     /// (victim, preemptor) of evicted workloads still holding quota.
     evicting_for: Vec<(WorkloadKey, WorkloadKey)>,
     pending: Vec<PendingModel>,
@@ -361,47 +443,26 @@ impl Sorted {
     /// Sorts one workload: skipped when deleted, finished or inactive; admitted when it
     /// holds a reservation; pending when its queue takes it; otherwise a problem.
     fn place(&mut self, wl: &Workload, cx: &PlaceContext<'_>) {
+        let standing = standing(wl);
+        if matches!(standing, Standing::Gone) {
+            return;
+        }
         let key = WorkloadKey::of(wl);
         let conditions = wl
             .status
             .as_ref()
             .map(|s| s.conditions.as_slice())
             .unwrap_or(&[]);
-        if wl.metadata.deletion_timestamp.is_some()
-            || is_condition_true(conditions, condition::FINISHED)
-        {
-            return;
-        }
         let model = match workload_model(wl, &key, cx.classes, cx.policies) {
             Ok(m) => m,
             Err(message) => return self.problem(key, message),
         };
-        if let Some(admission) = wl.status.as_ref().and_then(|s| s.admission.as_ref())
-            && is_condition_true(conditions, condition::QUOTA_RESERVED)
-        {
-            let Some(&queue) = cx.queues.index.get(&admission.cluster_queue) else {
-                return;
-            };
-            let admitted_at = condition_transition_time(conditions, condition::QUOTA_RESERVED)
-                .unwrap_or(model.created);
-            if let Some(preemptor) = self.evicted_for(wl, &key, conditions) {
-                self.evicting_for.push((key, preemptor));
+        let queue_name = match standing {
+            Standing::Gone | Standing::Idle => return,
+            Standing::Holding(admission) => {
+                return self.hold(wl, key, model, admission, conditions, cx);
             }
-            let model = AdmittedModel {
-                workload: model,
-                queue,
-                usage: Vec::new(),
-                admitted_at,
-                evicting: is_condition_true(conditions, condition::EVICTED),
-            };
-            self.admitted.push((model, admission_usage(admission)));
-            return;
-        }
-        if !wl.spec.active {
-            return;
-        }
-        let Some(queue_name) = wl.spec.queue_name.as_deref().filter(|q| !q.is_empty()) else {
-            return;
+            Standing::Waiting(queue_name) => queue_name,
         };
         match pending_queue(wl, queue_name, cx) {
             Ok(queue) => {
@@ -418,6 +479,42 @@ impl Sorted {
             }
             Err(message) => self.problem(key, message),
         }
+    }
+
+    /// An admitted workload: its model and usage, or its usage alone ([`Keep`]).
+    fn hold(
+        &mut self,
+        wl: &Workload,
+        key: WorkloadKey,
+        model: WorkloadModel,
+        admission: &Admission,
+        conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+        cx: &PlaceContext<'_>,
+    ) {
+        let Some(&queue) = cx.queues.index.get(&admission.cluster_queue) else {
+            return;
+        };
+        let admitted_at = condition_transition_time(conditions, condition::QUOTA_RESERVED)
+            .unwrap_or(model.created);
+        if let Some(preemptor) = self.evicted_for(wl, &key, conditions) {
+            self.evicting_for.push((key, preemptor));
+        }
+        let usage = admission_usage(admission);
+        if self.keep == Keep::Usage {
+            let held = self.held.entry(queue).or_default();
+            for (flavor, resource, amount) in usage {
+                *held.entry((flavor, resource)).or_default() += amount;
+            }
+            return;
+        }
+        let model = AdmittedModel {
+            workload: model,
+            queue,
+            usage: Vec::new(),
+            admitted_at,
+            evicting: is_condition_true(conditions, condition::EVICTED),
+        };
+        self.admitted.push((model, usage));
     }
 
     /// The preemptor `wl` was evicted for, as its [`PREEMPTED_BY_ANNOTATION`] records it, while

@@ -173,6 +173,32 @@ impl Snapshot {
         admitted: Vec<AdmittedInput>,
         budgets: Vec<Budget>,
     ) -> Self {
+        Self::with_held(queues, flavors, limits, admitted, Vec::new(), budgets)
+    }
+
+    /// A snapshot whose admitted workloads are known by the usage they hold alone, per
+    /// queue: for a cycle with no pending workload, which reads nothing of the admitted
+    /// workloads but their usage (victims, their budgets and the rooms held for preemptors
+    /// are all looked for on behalf of a pending workload). With tens of thousands of
+    /// admitted workloads, their models would be built and dropped on every such cycle.
+    pub fn holding(
+        queues: Vec<QueueModel>,
+        flavors: HashMap<String, FlavorModel>,
+        limits: Vec<LimitInput>,
+        held: Vec<(usize, NamedUsage)>,
+        budgets: Vec<Budget>,
+    ) -> Self {
+        Self::with_held(queues, flavors, limits, Vec::new(), held, budgets)
+    }
+
+    fn with_held(
+        queues: Vec<QueueModel>,
+        flavors: HashMap<String, FlavorModel>,
+        limits: Vec<LimitInput>,
+        admitted: Vec<AdmittedInput>,
+        held: Vec<(usize, NamedUsage)>,
+        budgets: Vec<Budget>,
+    ) -> Self {
         let mut frs = FrTable::default();
         let mut per_queue: Vec<Vec<(usize, super::quota::Limits)>> = vec![Vec::new(); queues.len()];
         for (queue, flavor, resource, l) in &limits {
@@ -204,6 +230,16 @@ impl Snapshot {
                 model
             })
             .collect();
+        let held: Vec<(usize, Usage)> = held
+            .iter()
+            .map(|(queue, named)| {
+                let usage = named
+                    .iter()
+                    .map(|(f, r, amount)| (frs.intern(f, r), *amount))
+                    .collect();
+                (*queue, usage)
+            })
+            .collect();
         let frs_len = frs.len();
         let admitted_by_queue = vec![Vec::new(); queues.len()];
         let queues_len = queues.len();
@@ -225,6 +261,9 @@ impl Snapshot {
             snapshot.account(index, model);
         }
         snapshot.admitted = admitted;
+        for (queue, usage) in &held {
+            snapshot.quota.add(*queue, usage);
+        }
         snapshot
     }
 

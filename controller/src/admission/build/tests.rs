@@ -101,6 +101,17 @@ fn admitted_workloads_hold_their_assigned_usage() {
         "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "", "lastTransitionTime": "2026-01-01T00:00:05Z"}]}})));
     let built = c.build();
     assert!(built.pending.is_empty());
+    let fr = built.snapshot.frs.get("default", "cpu").unwrap();
+    assert_eq!(built.snapshot.quota.used(0, fr), 1000);
+    assert_eq!(built.snapshot.quota.available(0, fr), 3000);
+    assert!(
+        built.snapshot.admitted.is_empty(),
+        "nothing waits: the admitted workloads are their usage alone"
+    );
+    // A workload waits: the admitted one is a model too, holding the same usage.
+    c.workloads.push(workload("waiting", json!({})));
+    let built = c.build();
+    assert_eq!(built.pending.len(), 1);
     let keys: Vec<String> = built
         .snapshot
         .admitted
@@ -111,6 +122,43 @@ fn admitted_workloads_hold_their_assigned_usage() {
     let fr = built.snapshot.frs.get("default", "cpu").unwrap();
     assert_eq!(built.snapshot.quota.used(0, fr), 1000);
     assert_eq!(built.snapshot.quota.available(0, fr), 3000);
+}
+
+#[test]
+fn usage_alone_is_counted_as_the_models_count_it() {
+    let mut c = Cluster::new(json!({"namespaceSelector": {}, "resourceGroups": [
+        {"coveredResources": ["cpu", "memory"], "flavors": [
+            {"name": "default", "resources": [{"name": "cpu", "nominalQuota": 8}, {"name": "memory", "nominalQuota": "8Gi"}]},
+            {"name": "spot", "resources": [{"name": "cpu", "nominalQuota": 8}, {"name": "memory", "nominalQuota": "8Gi"}]}]}]}));
+    for (name, flavor, cpu, memory) in [
+        ("a", "default", "1", "1Gi"),
+        ("b", "spot", "2", "512Mi"),
+        ("c", "default", "500m", "2Gi"),
+    ] {
+        c.workloads.push(workload(name, json!({"status": {
+            "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count": 1,
+                "flavors": {"cpu": flavor, "memory": flavor}, "resourceUsage": {"cpu": cpu, "memory": memory}}]},
+            "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "", "lastTransitionTime": "2026-01-01T00:00:05Z"}]}})));
+    }
+    let alone = c.build().snapshot;
+    c.workloads.push(workload("waiting", json!({})));
+    let models = c.build().snapshot;
+    assert!(alone.admitted.is_empty());
+    assert_eq!(models.admitted.len(), 3);
+    for flavor in ["default", "spot"] {
+        for resource in ["cpu", "memory"] {
+            let (a, m) = (
+                alone.frs.get(flavor, resource).unwrap(),
+                models.frs.get(flavor, resource).unwrap(),
+            );
+            assert_eq!(
+                alone.quota.used(0, a),
+                models.quota.used(0, m),
+                "{flavor}/{resource}"
+            );
+            assert!(alone.quota.used(0, a) > 0, "{flavor}/{resource}");
+        }
+    }
 }
 
 #[test]
@@ -260,6 +308,8 @@ fn an_evicted_workload_still_holding_quota_counts_and_is_marked_evicting() {
             "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}}]},
         "conditions": [
             {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "", "lastTransitionTime": "2026-01-01T00:00:05Z"}]}})));
+    // A workload waits, so the admitted ones are kept as models.
+    c.workloads.push(workload("waiting", json!({})));
     let built = c.build();
     let fr = built.snapshot.frs.get("default", "cpu").unwrap();
     assert_eq!(built.snapshot.quota.used(0, fr), 2000, "both still count");

@@ -292,3 +292,50 @@ fn workloads_a_stopped_cycle_left_undecided_take_part_in_the_next() {
     );
     assert_eq!(memory.set_aside_counts().get("cq"), Some(&1));
 }
+
+#[test]
+fn a_snapshot_of_usage_alone_leaves_the_memory_as_one_of_models_does() {
+    // Two queues in a cohort; ns/low holds 3 of cq's 4 cpus; ns/high waits (set aside).
+    let mut world = World::default();
+    let q = world.queue("cq", Some("co"), &[("default", 4)]);
+    world.queue("other", Some("co"), &[("default", 2)]);
+    world.admit(q, "default", workload("ns/low", 0, 1, 3), 1);
+    world.submit(q, workload("ns/high", 0, 2, 6));
+    let mut with_models = LoopMemory::default();
+    assert!(step(&mut with_models, &mut world)[0].2, "set aside");
+    let mut with_usage = with_models.clone();
+    // Next cycle, nothing pending: one memory steps over models, the other over usage.
+    let held: Vec<_> = world
+        .admitted
+        .iter()
+        .map(|(model, named)| (model.queue, named.clone()))
+        .collect();
+    let mut models = world.snapshot();
+    let mut usage = crate::admission::model::Snapshot::holding(
+        world.queues.clone(),
+        world.flavors.clone(),
+        world.limits.clone(),
+        held,
+        Vec::new(),
+    );
+    let fr = models.frs.get("default", "cpu").expect("interned");
+    let fr_usage = usage.frs.get("default", "cpu").expect("interned");
+    assert_eq!(models.quota.used(q, fr), usage.quota.used(q, fr_usage));
+    assert!(
+        with_models
+            .step(&mut models, Vec::new(), gate, now())
+            .drafts
+            .is_empty()
+    );
+    assert!(
+        with_usage
+            .step(&mut usage, Vec::new(), gate, now())
+            .drafts
+            .is_empty()
+    );
+    // ns/high is back: both memories let it take part the same way.
+    assert_eq!(
+        step(&mut with_models, &mut world),
+        step(&mut with_usage, &mut world)
+    );
+}
