@@ -18,15 +18,12 @@ use baton::manager::shell::stores::stripped_manager_workload;
 use baton_crds::workload::Workload;
 use kube::runtime::watcher::Event;
 
+mod common;
+
 const COPIES: usize = 20_000;
 
 fn resident_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
+    common::status_kb("VmRSS:") * 1024
 }
 
 /// Resident bytes per object that `make` builds, over `COPIES` objects kept alive.
@@ -109,15 +106,7 @@ fn main() -> anyhow::Result<()> {
         println!("{bytes}");
         return Ok(());
     }
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    println!(
-        "machine: {cores} cores, load average {}",
-        load.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
+    println!("{}", common::machine());
     let started = Instant::now();
     println!("{:<30} {:>14}", "object", "bytes resident");
     let me = std::env::current_exe()?;

@@ -17,20 +17,13 @@ use baton::admission::build::{Objects, build};
 use baton::manager::shell::stores::stripped_manager_workload;
 use baton_crds::{ClusterQueue, LocalQueue, ResourceFlavor, Workload};
 
+mod common;
+
 const WORKLOADS: usize = 50_000;
 
 /// The manager's allocator, as in `main.rs`.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-fn status_kb(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap_or(0)
-}
 
 fn object<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> anyhow::Result<Arc<T>> {
     Ok(Arc::new(serde_json::from_value(value)?))
@@ -39,14 +32,14 @@ fn object<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> anyhow::R
 /// Builds the snapshot of `objects` and prints what the build held and peaked at.
 fn measure(what: &str, objects: &Objects<'_>) {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
-    let before = status_kb("VmRSS:");
+    let before = common::status_kb("VmRSS:");
     let started = Instant::now();
     let built = build(objects);
     let took = started.elapsed();
-    let held = status_kb("VmRSS:").saturating_sub(before);
+    let held = common::status_kb("VmRSS:").saturating_sub(before);
     let models = built.snapshot.admitted.len();
     drop(built);
-    let peak = status_kb("VmHWM:").saturating_sub(before);
+    let peak = common::status_kb("VmHWM:").saturating_sub(before);
     println!(
         "{WORKLOADS} admitted workloads, {what} ({models} kept as models): the build took \
          {:.0} ms, held {} bytes per admitted workload when done, peaked at {}",
@@ -57,7 +50,6 @@ fn measure(what: &str, objects: &Objects<'_>) {
 }
 
 fn main() -> anyhow::Result<()> {
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let fixture = include_str!("fixtures/manager-workload.json");
     let workloads: Vec<Arc<Workload>> = (0..WORKLOADS)
         .map(|n| {
@@ -78,14 +70,7 @@ fn main() -> anyhow::Result<()> {
     let flavor = object::<ResourceFlavor>(serde_json::json!({
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
         "metadata": {"name": "default-flavor"}, "spec": {}}))?;
-    println!(
-        "machine: {} cores, load average {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        load.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
+    println!("{}", common::machine());
     let (cqs, lqs, flavors) = ([cq], [lq], [flavor]);
     let objects = |workloads| Objects {
         workloads,
