@@ -494,8 +494,6 @@ impl Sorted {
         let Some(&queue) = cx.queues.index.get(&admission.cluster_queue) else {
             return;
         };
-        let admitted_at = condition_transition_time(conditions, condition::QUOTA_RESERVED)
-            .unwrap_or(model.created);
         if let Some(preemptor) = self.evicted_for(wl, &key, conditions) {
             self.evicting_for.push((key, preemptor));
         }
@@ -507,6 +505,8 @@ impl Sorted {
             }
             return;
         }
+        let admitted_at = condition_transition_time(conditions, condition::QUOTA_RESERVED)
+            .unwrap_or(model.created);
         let model = AdmittedModel {
             workload: model,
             queue,
