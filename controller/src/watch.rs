@@ -2,6 +2,7 @@
 //! channel on every change, and a readiness wait that cannot miss its wake-up.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -10,7 +11,7 @@ use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
 /// Waits until a cache has its first full list. Each wait is bounded and retried: a fresh
 /// wait re-checks the store, so a wake-up lost between the writer and this task cannot stall
@@ -43,7 +44,7 @@ impl<K> Watchable for K where
 
 /// A cache of one kind; every change sends a tick on `changed`.
 pub fn cache<K: Watchable>(api: Api<K>, changed: mpsc::UnboundedSender<()>) -> Store<K> {
-    watched(api, changed, Ticks::EveryChange)
+    watched(api, changed, Ticks::EveryChange, None)
 }
 
 /// A cache of one kind whose tick on `changed` means "the spec may differ": new, deleted or
@@ -51,7 +52,18 @@ pub fn cache<K: Watchable>(api: Api<K>, changed: mpsc::UnboundedSender<()>) -> S
 /// manager's own among them — don't tick, so they don't set off a re-examination of every
 /// workload. An object without a generation ticks on every update.
 pub fn spec_cache<K: Watchable>(api: Api<K>, changed: mpsc::UnboundedSender<()>) -> Store<K> {
-    watched(api, changed, Ticks::SpecChanges)
+    watched(api, changed, Ticks::SpecChanges, None)
+}
+
+/// A [`spec_cache`] that also notifies `any_change` of every change the cache takes in,
+/// status writes included (not of each relisted object: of the relist's end), for readers
+/// of the status that need no more than a recomputation of their own.
+pub fn spec_cache_and_status<K: Watchable>(
+    api: Api<K>,
+    spec_changed: mpsc::UnboundedSender<()>,
+    any_change: Arc<Notify>,
+) -> Store<K> {
+    watched(api, spec_changed, Ticks::SpecChanges, Some(any_change))
 }
 
 /// Drops an object's managed fields before it is cached: no decision reads them, and they
@@ -74,6 +86,7 @@ fn watched<K: Watchable>(
     api: Api<K>,
     changed: mpsc::UnboundedSender<()>,
     ticks: Ticks,
+    any_change: Option<Arc<Notify>>,
 ) -> Store<K> {
     let (reader, writer) = reflector::store::<K>();
     let stream = reflector::reflector(
@@ -91,6 +104,11 @@ fn watched<K: Watchable>(
                     if filter.ticks(&event) {
                         let _ = changed.send(());
                     }
+                    if let Some(notify) = &any_change
+                        && takes_in(&event)
+                    {
+                        notify.notify_one();
+                    }
                 }
                 // Visible by default: a missing list/watch permission would otherwise leave
                 // the controller waiting for its caches without saying why. The watcher
@@ -100,6 +118,15 @@ fn watched<K: Watchable>(
         }
     });
     reader
+}
+
+/// Whether the cache holds something new after `event`: an object changed or deleted, or
+/// a relist ended (the objects it brings are swapped in only then).
+fn takes_in<K>(event: &watcher::Event<K>) -> bool {
+    match event {
+        watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone => true,
+        watcher::Event::Init | watcher::Event::InitApply(_) => false,
+    }
 }
 
 /// Decides which events tick; remembers each object's generation for `SpecChanges`.
@@ -206,6 +233,15 @@ mod tests {
             filter.ticks(&Event::Apply(queue("c", None, 1))),
             "no generation"
         );
+    }
+
+    #[test]
+    fn status_readers_hear_of_changes_and_relist_ends_not_of_each_relisted_object() {
+        assert!(takes_in(&Event::Apply(queue("a", Some(1), 5))));
+        assert!(takes_in(&Event::Delete(queue("a", Some(1), 5))));
+        assert!(takes_in(&Event::<LocalQueue>::InitDone));
+        assert!(!takes_in(&Event::<LocalQueue>::Init));
+        assert!(!takes_in(&Event::InitApply(queue("a", Some(1), 0))));
     }
 
     #[test]

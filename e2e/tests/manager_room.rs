@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use baton_crds::ClusterQueue;
 use baton_crds::quantity::parse_milli_str;
+use baton_e2e::harness::process::BatonProcess;
 use baton_e2e::harness::{eventually, table_cell};
-use baton_e2e::multikueue::Env;
+use baton_e2e::multikueue::{Env, reconciles};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
@@ -214,4 +215,60 @@ async fn a_lost_worker_keeps_its_last_numbers_marked_disconnected() {
         || async { room(&env, 1).await.filter(|r| r.connected) },
     )
     .await;
+}
+
+/// How many room summaries the manager has written for `cluster` (0 before the first).
+fn room_writes(manager: &BatonProcess, cluster: &str) -> u64 {
+    manager
+        .metric(&format!(
+            "baton_worker_room_writes_total{{cluster=\"{cluster}\"}}"
+        ))
+        .map_or(0, |n| n as u64)
+}
+
+/// A room summary written into a MultiKueueCluster changes no connection, so it does not set
+/// off a reconcile of every manager Workload (issue 23: with each worker's summary rewritten
+/// every five minutes, 20 workers woke 50,000 workloads 20 times over).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_write_does_not_wake_every_workload() {
+    const WAITING: u64 = 20;
+    let mut env = Env::start(1).await.expect("env");
+    install_queues(&env, 1).await;
+    let manager = env.start_manager("").expect("manager");
+    let cluster = env.cluster(1);
+    eventually(WAIT, "worker-1's first room summary", || async {
+        (room_writes(&manager, &cluster) > 0).then_some(())
+    })
+    .await;
+    // Too large for the manager's ClusterQueue: they wait there, with no replica anywhere.
+    let names: Vec<String> = (0..WAITING)
+        .map(|n| env.name(&format!("too-large-{n}")))
+        .collect();
+    for name in &names {
+        env.submit(name, 1000).await.expect("submit");
+    }
+    env.manager_reconciled(&manager, &names[0]).await;
+    let writes = room_writes(&manager, &cluster);
+    let before = eventually(WAIT, "the manager idle", || async {
+        let first = reconciles(&manager)?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        (reconciles(&manager)? == first).then_some(first)
+    })
+    .await;
+    // The worker's scheduler reserves more: the manager writes the new room.
+    reserve(&env, 1, "room-a-1", "3", 0).await;
+    eventually(WAIT, "the manager writes worker-1's new room", || async {
+        (room_writes(&manager, &cluster) > writes).then_some(())
+    })
+    .await;
+    // Evidence that the manager's watches and reconciler run after that write: a touched
+    // Workload is reconciled. Then a second for stragglers of a wake-up of every workload.
+    env.manager_reconciled(&manager, &names[1]).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = reconciles(&manager).expect("the manager answers /metrics");
+    assert!(
+        after - before < WAITING,
+        "{} reconciles after a room write, with {WAITING} workloads waiting",
+        after - before
+    );
 }

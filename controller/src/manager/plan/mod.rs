@@ -12,5 +12,6 @@ pub mod queues;
 pub mod remote_job;
 pub mod remote_object;
 pub mod replica;
+pub mod resync;
 pub mod room;
 pub mod routing;

@@ -28,6 +28,7 @@ use crate::events::{Events, Reporter};
 use crate::integrations::Kind;
 use crate::leader;
 use crate::manager::plan::kubeconfig::{KubeconfigProblem, vet};
+use crate::manager::plan::resync;
 use crate::manager::shell::admission_loop;
 use crate::manager::shell::classes::ClassStores;
 use crate::manager::shell::context::{Context, Memories, error_policy};
@@ -43,7 +44,9 @@ use crate::manager::shell::stores::{ManagerStores, strip_manager_workload};
 use crate::manager::shell::wake_queue;
 use crate::manager::shell::workers::{Connected, Triggers, WorkerPool};
 use crate::shutdown::Shutdown;
-use crate::watch::{Watchable, cache, spec_cache, strip_managed_fields, synced};
+use crate::watch::{
+    Watchable, cache, spec_cache, spec_cache_and_status, strip_managed_fields, synced,
+};
 
 /// Reconciles in flight at once, per controller. Unbounded, a burst of 10,000 new workloads
 /// started thousands at once: each held its parsed responses and its own connection to every
@@ -197,7 +200,6 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
             ready.set_ready();
             tracing::info!("caches synced; ready");
             let _ = all.send(());
-            resync(all).await;
         });
     }
     tokio::spawn(super::room_writer::write_rooms(
@@ -239,9 +241,34 @@ pub async fn run(client: Client, config: Configuration, namespace: String) -> an
 /// announced a change, so that a lost event never strands one.
 const RESYNC: Duration = Duration::from_secs(300);
 
-/// Wakes every object of a controller each [`RESYNC`]: one timer for all of them, where a
-/// requeue per object would keep a timer and a queue entry for each (10,000 pending
-/// workloads held about 8 MB of them).
+/// Looks at every manager Workload again once each [`RESYNC`], one slice of them at a time
+/// (the rule: [`resync`]): one timer for all of them, where a requeue per workload would keep
+/// a timer and a queue entry for each (10,000 pending workloads held about 8 MB of them).
+async fn look_again_in_slices(cache: Store<Workload>, refs: wake_queue::WakeSender) {
+    let every = RESYNC / resync::SLICES;
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    for tick in 0_u64.. {
+        ticks.tick().await;
+        let slice = resync::slice_at(tick);
+        refs.wake_all(
+            cache
+                .state()
+                .iter()
+                .filter(|wl| {
+                    let meta = &wl.metadata;
+                    resync::slice_of(
+                        meta.namespace.as_deref().unwrap_or_default(),
+                        meta.name.as_deref().unwrap_or_default(),
+                    ) == slice
+                })
+                .map(|wl| WorkloadKey::of(wl)),
+        );
+    }
+}
+
+/// Wakes every object of a controller each [`RESYNC`] (the queued Jobs, the objects of the
+/// other dispatched kinds): one timer for all of them.
 async fn resync(all: mpsc::UnboundedSender<()>) {
     let mut every = tokio::time::interval_at(tokio::time::Instant::now() + RESYNC, RESYNC);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -444,7 +471,9 @@ fn routing_caches(
 }
 
 /// Worker connections follow the MultiKueueCluster objects and their Secrets; returns
-/// those two caches.
+/// those two caches. A change of either's spec (or a Secret's data) reconnects what changed
+/// and looks at every workload again; a MultiKueueCluster's status write only recomputes
+/// the checks' activity.
 fn follow_clusters(
     client: &Client,
     config: &Configuration,
@@ -453,7 +482,15 @@ fn follow_clusters(
     wake: &Wake,
 ) -> (Store<MultiKueueCluster>, Store<Secret>) {
     let (sync_tx, mut sync_rx) = mpsc::unbounded_channel::<()>();
-    let clusters = cache::<MultiKueueCluster>(Api::all(client.clone()), sync_tx.clone());
+    // Status writes (the Active condition; the room summary, rewritten at least every five
+    // minutes for each worker, every two seconds while its room changes) change no
+    // connection. Each of them woke every workload: at 20 workers, 20 wake-ups of 50,000
+    // workloads every five minutes (issue 23).
+    let clusters = spec_cache_and_status::<MultiKueueCluster>(
+        Api::all(client.clone()),
+        sync_tx.clone(),
+        wake.queues_changed.clone(),
+    );
     let secrets = cache::<Secret>(Api::namespaced(client.clone(), namespace), sync_tx);
     let (pool, config, namespace, wake) = (
         pool.clone(),
@@ -497,6 +534,7 @@ async fn run_controllers(
         jobs,
     } = woken;
     tokio::spawn(wake_every_workload(all, controller.store(), refs.sender()));
+    tokio::spawn(look_again_in_slices(controller.store(), refs.sender()));
     let workloads_running = controller
         .with_config(controller::Config::default().concurrency(RECONCILE_CONCURRENCY))
         .reconcile_on(refs)
