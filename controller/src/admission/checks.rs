@@ -102,14 +102,23 @@ pub fn failing(status: &WorkloadStatus) -> Option<&AdmissionCheckState> {
         .find(|c| matches!(c.state, CheckState::Retry | CheckState::Rejected))
 }
 
-/// Sets `Admitted` from the reservation and the checks, with Kueue's reasons. Returns whether
-/// it changed.
+/// Sets `Admitted` from the reservation and the checks, as Kueue's `SyncAdmittedCondition`
+/// does: only when whether the workload should be admitted (a reservation, every check
+/// `Ready`) differs from whether it is (`Admitted=True`), with Kueue's reasons. So a
+/// workload never admitted gets no condition while its checks are pending (a manager
+/// Workload waiting for its replicas says so in its MultiKueue check), and an existing
+/// `False` keeps its reason (an eviction's says more than ours). Returns whether it changed.
 pub fn sync_admitted(status: &mut WorkloadStatus, now: DateTime<Utc>) -> bool {
     let reserved = has_reservation(status);
     let ready = status
         .admission_checks
         .iter()
         .all(|c| c.state == CheckState::Ready);
+    let is_admitted =
+        find_condition(&status.conditions, condition::ADMITTED).is_some_and(|c| c.status == "True");
+    if is_admitted == (reserved && ready) {
+        return false;
+    }
     let (value, why, message) = match (reserved, ready) {
         (true, true) => (
             ConditionStatus::True,
@@ -132,14 +141,6 @@ pub fn sync_admitted(status: &mut WorkloadStatus, now: DateTime<Utc>) -> bool {
             "The workload has no quota reservation and not all admission checks ready",
         ),
     };
-    let current = find_condition(&status.conditions, condition::ADMITTED);
-    if !reserved {
-        // Without a reservation an existing `False` keeps its reason (an eviction's says
-        // more than ours), and a workload never admitted gets no condition yet.
-        if current.is_none_or(|c| c.status != "True") {
-            return false;
-        }
-    }
     set_condition(
         &mut status.conditions,
         NewCondition::new(condition::ADMITTED, value, why, message),
