@@ -4,7 +4,8 @@
 //! Holds 50,000 manager Workloads with quota reserved (the fixture the cache benchmark
 //! reads, as the manager caches it), then builds the admission loop's snapshot from them as
 //! every cycle does, and prints the resident growth the build caused, per workload: when no
-//! workload waits (the admitted ones are their usage alone) and when one does (they are
+//! workload waits, and when one waits in a queue that never preempts (the admitted ones are
+//! their usage alone), and when one waits in a queue that preempts within itself (they are
 //! kept as models, for victims). The manager runs a cycle whenever one of its Workloads
 //! changes, so this is held on top of its caches through much of a burst (issue 23). Peak
 //! resident memory is reset before each build (`/proc/self/clear_refs`); the machine's load
@@ -58,11 +59,15 @@ fn main() -> anyhow::Result<()> {
             Ok(Arc::new(stripped_manager_workload(wl)))
         })
         .collect::<anyhow::Result<_>>()?;
-    let cq = object::<ClusterQueue>(serde_json::json!({
+    let queue = |preemption: serde_json::Value| {
+        object::<ClusterQueue>(serde_json::json!({
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
         "metadata": {"name": "cluster-queue"},
-        "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"],
-            "flavors": [{"name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": 100000}]}]}]}}))?;
+        "spec": {"namespaceSelector": {}, "preemption": preemption, "resourceGroups": [{"coveredResources": ["cpu"],
+            "flavors": [{"name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": 100000}]}]}]}}))
+    };
+    let cq = queue(serde_json::json!({}))?;
+    let preempting = queue(serde_json::json!({"withinClusterQueue": "LowerPriority"}))?;
     let lq = object::<LocalQueue>(serde_json::json!({
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
         "metadata": {"name": "user-queue", "namespace": "default"},
@@ -72,9 +77,10 @@ fn main() -> anyhow::Result<()> {
         "metadata": {"name": "default-flavor"}, "spec": {}}))?;
     println!("{}", common::machine());
     let (cqs, lqs, flavors) = ([cq], [lq], [flavor]);
-    let objects = |workloads| Objects {
+    let preempting = [preempting];
+    let objects = |workloads, cluster_queues| Objects {
         workloads,
-        cluster_queues: &cqs,
+        cluster_queues,
         local_queues: &lqs,
         flavors: &flavors,
         workload_classes: &[],
@@ -82,13 +88,21 @@ fn main() -> anyhow::Result<()> {
         budgets: &[],
         namespaces: &[],
     };
-    measure("none waits", &objects(&workloads));
-    // One workload waits: the admitted workloads are kept as models (victims).
+    measure("none waits", &objects(&workloads, &cqs));
     let mut waiting: Workload = serde_json::from_str(fixture)?;
     waiting.metadata.name = Some("waiting".into());
     waiting.status = None;
     let mut with_waiting = workloads.clone();
     with_waiting.push(Arc::new(stripped_manager_workload(waiting)));
-    measure("one waits", &objects(&with_waiting));
+    // It may not preempt: the admitted workloads are their usage alone.
+    measure(
+        "one waits in a queue that never preempts",
+        &objects(&with_waiting, &cqs),
+    );
+    // It may: they are kept as models (victims).
+    measure(
+        "one waits in a queue that preempts",
+        &objects(&with_waiting, &preempting),
+    );
     Ok(())
 }

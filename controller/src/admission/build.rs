@@ -31,6 +31,7 @@ use baton_core::admission::model::{
     AdmittedInput, AdmittedModel, FlavorModel, GroupModel, LimitInput, PendingModel, PodSetModel,
     QueueModel, QueueProblem, Snapshot, WorkloadModel,
 };
+use baton_core::admission::preempt::queue_may_preempt;
 use baton_core::admission::quota::Limits;
 use baton_core::victims::{self, AnnotationProblem, Budget, VictimPolicy};
 
@@ -106,29 +107,6 @@ pub fn build(objects: &Objects<'_>) -> Built {
     let (policies, class_problems) = class_policies(&classes);
     let flavors = flavor_models(objects);
     let queues = queue_models(objects, &flavors);
-    // With no workload waiting, the cycle reads nothing of the admitted ones but their
-    // usage: their models are not kept (a manager holding quota for tens of thousands of
-    // dispatched workloads runs such cycles whenever one of them changes).
-    let keep = if objects
-        .workloads
-        .iter()
-        .any(|wl| matches!(standing(wl), Standing::Waiting(_)))
-    {
-        Keep::Models
-    } else {
-        Keep::Usage
-    };
-    // Room for every workload up front: most hold quota on a busy manager, and a list grown
-    // by doubling would copy itself and hold up to twice the room it needs, for every
-    // cycle (room never written takes no memory).
-    let mut sorted = Sorted {
-        admitted: Vec::with_capacity(match keep {
-            Keep::Models => objects.workloads.len(),
-            Keep::Usage => 0,
-        }),
-        keep,
-        ..Sorted::default()
-    };
     let context = PlaceContext {
         classes: &classes,
         policies: &policies,
@@ -148,6 +126,18 @@ pub fn build(objects: &Objects<'_>) -> Built {
             .iter()
             .map(|n| (n.name_any(), n.labels()))
             .collect(),
+    };
+    let keep = keep(objects.workloads, &context);
+    // Room for every workload up front: most hold quota on a busy manager, and a list grown
+    // by doubling would copy itself and hold up to twice the room it needs, for every
+    // cycle (room never written takes no memory).
+    let mut sorted = Sorted {
+        admitted: Vec::with_capacity(match keep {
+            Keep::Models => objects.workloads.len(),
+            Keep::Usage => 0,
+        }),
+        keep,
+        ..Sorted::default()
     };
     for wl in objects.workloads {
         sorted.place(wl, &context);
@@ -386,6 +376,33 @@ enum Keep {
     Usage,
 }
 
+/// What the cycle keeps of the admitted workloads. Their models are read only on behalf of
+/// a preemption: victims, the budgets' bystanders, the rooms held for preemptors and their
+/// victims still being evicted. So their usage alone does while no waiting workload's queue
+/// may preempt ([`queue_may_preempt`]) and none is being evicted. A manager holding quota
+/// for tens of thousands of dispatched workloads, in a queue that does not preempt (the
+/// workers do), runs such cycles whenever one of them changes, with thousands waiting: each
+/// built a model of every admitted workload (about 550 bytes each) and dropped it.
+fn keep(workloads: &[std::sync::Arc<Workload>], cx: &PlaceContext<'_>) -> Keep {
+    let needs_models = |wl: &std::sync::Arc<Workload>| match standing(wl) {
+        Standing::Waiting(queue_name) => {
+            let namespace = wl.metadata.namespace.as_deref().unwrap_or_default();
+            cluster_queue_of(namespace, queue_name, cx)
+                .is_ok_and(|(queue, _)| queue_may_preempt(&cx.queues.models[queue]))
+        }
+        Standing::Holding(_) => wl
+            .status
+            .as_ref()
+            .is_some_and(|s| is_condition_true(&s.conditions, condition::EVICTED)),
+        Standing::Gone | Standing::Idle => false,
+    };
+    if workloads.iter().any(needs_models) {
+        Keep::Models
+    } else {
+        Keep::Usage
+    }
+}
+
 /// Where a workload stands, as the cycle sorts it (before its model is read).
 enum Standing<'a> {
     /// Deleted or finished: the cycle ignores it.
@@ -558,19 +575,30 @@ impl Sorted {
 /// The ClusterQueue index a pending workload queues in: its LocalQueue's ClusterQueue, if
 /// that exists and its namespace selector takes the workload's namespace (Kueue: no
 /// namespaceSelector selects no namespace; `{}` selects them all).
-fn pending_queue(wl: &Workload, queue_name: &str, cx: &PlaceContext<'_>) -> Result<usize, String> {
-    let namespace = wl.namespace().unwrap_or_default();
+/// The ClusterQueue (its index and name) that LocalQueue `queue_name` in `namespace` points
+/// to, or why there is none.
+fn cluster_queue_of<'c>(
+    namespace: &str,
+    queue_name: &str,
+    cx: &'c PlaceContext<'_>,
+) -> Result<(usize, &'c str), String> {
     let cq_name = match cx
         .local_queues
-        .get(&(namespace.clone(), queue_name.to_string()))
+        .get(&(namespace.to_string(), queue_name.to_string()))
     {
         None => return Err(format!("LocalQueue {queue_name} doesn't exist")),
         Some(None) => return Err(format!("LocalQueue {queue_name} has no clusterQueue")),
         Some(Some(cq)) => cq,
     };
-    let Some(&queue) = cx.queues.index.get(cq_name) else {
-        return Err(format!("ClusterQueue {cq_name} doesn't exist"));
-    };
+    match cx.queues.index.get(cq_name) {
+        Some(&queue) => Ok((queue, cq_name)),
+        None => Err(format!("ClusterQueue {cq_name} doesn't exist")),
+    }
+}
+
+fn pending_queue(wl: &Workload, queue_name: &str, cx: &PlaceContext<'_>) -> Result<usize, String> {
+    let namespace = wl.namespace().unwrap_or_default();
+    let (queue, cq_name) = cluster_queue_of(&namespace, queue_name, cx)?;
     let empty = BTreeMap::new();
     let verdict = match &cx.queues.selectors[queue] {
         None => Ok(false),

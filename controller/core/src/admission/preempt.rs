@@ -24,7 +24,7 @@ use baton_crds::cluster_queue::{
     BorrowWithinCohortPolicy, ClusterQueuePreemption, ReclaimWithinCohort, WithinClusterQueue,
 };
 
-use super::model::{PendingModel, Snapshot};
+use super::model::{PendingModel, QueueModel, Snapshot};
 use super::quota::{FrId, Usage};
 use super::quota_fit::QuotaFit;
 use crate::victims::{self, Candidate, Request, Selection};
@@ -275,9 +275,7 @@ fn newer(a: DateTime<Utc>, a_key: &WorkloadKey, b: DateTime<Utc>, b_key: &Worklo
 pub fn any_candidate_possible(snapshot: &Snapshot, pending: &PendingModel) -> bool {
     let queue = pending.queue;
     let policy = &snapshot.queues[queue].preemption;
-    let from_cohort = snapshot.queues[queue].cohort.is_some()
-        && policy.reclaim_within_cohort != ReclaimWithinCohort::Never;
-    if from_cohort {
+    if reclaims_in_cohort(&snapshot.queues[queue]) {
         return true;
     }
     let Some(lowest) = snapshot.lowest_priority[queue] else {
@@ -289,6 +287,19 @@ pub fn any_candidate_possible(snapshot: &Snapshot, pending: &PendingModel) -> bo
         WithinClusterQueue::LowerPriority => lowest < priority,
         WithinClusterQueue::LowerOrNewerEqualPriority => lowest <= priority,
     }
+}
+
+/// Whether a workload of `queue` may preempt at all, whatever is admitted: its queue
+/// preempts within itself, or reclaims within its cohort. A necessary condition of
+/// [`any_candidate_possible`]: while no waiting workload's queue may and nothing is being
+/// evicted, a cycle reads no admitted workload but its usage.
+pub fn queue_may_preempt(queue: &QueueModel) -> bool {
+    reclaims_in_cohort(queue) || queue.preemption.within_cluster_queue != WithinClusterQueue::Never
+}
+
+/// Whether `queue` reclaims quota its cohort's other queues borrow.
+fn reclaims_in_cohort(queue: &QueueModel) -> bool {
+    queue.cohort.is_some() && queue.preemption.reclaim_within_cohort != ReclaimWithinCohort::Never
 }
 
 /// Runs victim selection for a preemptor whose assignment needs `demand` and is short of

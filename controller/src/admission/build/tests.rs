@@ -19,6 +19,15 @@ fn quota_spec(nominal: serde_json::Value) -> serde_json::Value {
         {"name": "default", "resources": [{"name": "cpu", "nominalQuota": nominal}]}]}]})
 }
 
+/// `spec` with `withinClusterQueue: LowerPriority`: a waiting workload of it may preempt.
+fn preempting(mut spec: serde_json::Value) -> serde_json::Value {
+    merge(
+        &mut spec,
+        &json!({"preemption": {"withinClusterQueue": "LowerPriority"}}),
+    );
+    spec
+}
+
 fn workload(name: &str, extra: serde_json::Value) -> Arc<Workload> {
     let mut doc = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
         "metadata": {"name": name, "namespace": "ns", "creationTimestamp": "2026-01-01T00:00:00Z"},
@@ -94,7 +103,7 @@ fn pending_workloads_carry_their_demand_labels_and_queue() {
 
 #[test]
 fn admitted_workloads_hold_their_assigned_usage() {
-    let mut c = Cluster::new(quota_spec(json!(4)));
+    let mut c = Cluster::new(preempting(quota_spec(json!(4))));
     c.workloads.push(workload("w", json!({"status": {
         "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count": 2,
             "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}}]},
@@ -108,7 +117,8 @@ fn admitted_workloads_hold_their_assigned_usage() {
         built.snapshot.admitted.is_empty(),
         "nothing waits: the admitted workloads are their usage alone"
     );
-    // A workload waits: the admitted one is a model too, holding the same usage.
+    // A workload that may preempt waits: the admitted one is a model too (a candidate
+    // victim), holding the same usage.
     c.workloads.push(workload("waiting", json!({})));
     let built = c.build();
     assert_eq!(built.pending.len(), 1);
@@ -126,10 +136,12 @@ fn admitted_workloads_hold_their_assigned_usage() {
 
 #[test]
 fn usage_alone_is_counted_as_the_models_count_it() {
-    let mut c = Cluster::new(json!({"namespaceSelector": {}, "resourceGroups": [
+    let mut c = Cluster::new(preempting(
+        json!({"namespaceSelector": {}, "resourceGroups": [
         {"coveredResources": ["cpu", "memory"], "flavors": [
             {"name": "default", "resources": [{"name": "cpu", "nominalQuota": 8}, {"name": "memory", "nominalQuota": "8Gi"}]},
-            {"name": "spot", "resources": [{"name": "cpu", "nominalQuota": 8}, {"name": "memory", "nominalQuota": "8Gi"}]}]}]}));
+            {"name": "spot", "resources": [{"name": "cpu", "nominalQuota": 8}, {"name": "memory", "nominalQuota": "8Gi"}]}]}]}),
+    ));
     for (name, flavor, cpu, memory) in [
         ("a", "default", "1", "1Gi"),
         ("b", "spot", "2", "512Mi"),
@@ -159,6 +171,70 @@ fn usage_alone_is_counted_as_the_models_count_it() {
             assert!(alone.quota.used(0, a) > 0, "{flavor}/{resource}");
         }
     }
+}
+
+/// An admitted workload `name` holding 1 CPU of `cq`.
+fn holding(name: &str) -> Arc<Workload> {
+    workload(
+        name,
+        json!({"status": {
+        "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count": 2,
+            "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}}]},
+        "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "", "lastTransitionTime": "2026-01-01T00:00:05Z"}]}}),
+    )
+}
+
+#[test]
+fn workloads_waiting_in_a_queue_that_never_preempts_leave_the_admitted_as_usage() {
+    let mut c = Cluster::new(quota_spec(json!(4)));
+    c.workloads.push(holding("running"));
+    c.workloads.push(workload("waiting", json!({})));
+    let built = c.build();
+    assert_eq!(built.pending.len(), 1, "the waiting workload is decided");
+    assert!(
+        built.snapshot.admitted.is_empty(),
+        "no victim can be wanted: usage alone"
+    );
+    let fr = built.snapshot.frs.get("default", "cpu").unwrap();
+    assert_eq!(
+        built.snapshot.quota.used(0, fr),
+        1000,
+        "the usage still counts"
+    );
+}
+
+#[test]
+fn a_queue_reclaiming_within_its_cohort_keeps_the_admitted_as_models() {
+    let mut spec = quota_spec(json!(4));
+    merge(
+        &mut spec,
+        &json!({"cohortName": "all", "preemption": {"reclaimWithinCohort": "Any"}}),
+    );
+    let mut c = Cluster::new(spec);
+    c.workloads.push(holding("running"));
+    c.workloads.push(workload("waiting", json!({})));
+    assert_eq!(c.build().snapshot.admitted.len(), 1);
+    // Without a cohort there is nobody to reclaim from.
+    let mut spec = quota_spec(json!(4));
+    merge(
+        &mut spec,
+        &json!({"preemption": {"reclaimWithinCohort": "Any"}}),
+    );
+    c.cqs = vec![cq(spec)];
+    assert!(c.build().snapshot.admitted.is_empty());
+}
+
+#[test]
+fn a_workload_waiting_in_no_known_queue_needs_no_models() {
+    let mut c = Cluster::new(preempting(quota_spec(json!(4))));
+    c.workloads.push(holding("running"));
+    c.workloads.push(workload(
+        "lost",
+        json!({"spec": {"queueName": "no-such-queue"}}),
+    ));
+    let built = c.build();
+    assert!(built.snapshot.admitted.is_empty());
+    assert_eq!(built.problems.len(), 1, "{:?}", built.problems);
 }
 
 #[test]
@@ -308,7 +384,8 @@ fn an_evicted_workload_still_holding_quota_counts_and_is_marked_evicting() {
             "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}}]},
         "conditions": [
             {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "", "lastTransitionTime": "2026-01-01T00:00:05Z"}]}})));
-    // A workload waits, so the admitted ones are kept as models.
+    // A workload waits in a queue that never preempts: the eviction in flight alone keeps
+    // the admitted ones as models (its preemptor waits for it).
     c.workloads.push(workload("waiting", json!({})));
     let built = c.build();
     let fr = built.snapshot.frs.get("default", "cpu").unwrap();
