@@ -572,9 +572,6 @@ impl Sorted {
     }
 }
 
-/// The ClusterQueue index a pending workload queues in: its LocalQueue's ClusterQueue, if
-/// that exists and its namespace selector takes the workload's namespace (Kueue: no
-/// namespaceSelector selects no namespace; `{}` selects them all).
 /// The ClusterQueue (its index and name) that LocalQueue `queue_name` in `namespace` points
 /// to, or why there is none.
 fn cluster_queue_of<'c>(
@@ -596,6 +593,9 @@ fn cluster_queue_of<'c>(
     }
 }
 
+/// The ClusterQueue index a pending workload queues in: its LocalQueue's ClusterQueue, if
+/// that exists and its namespace selector takes the workload's namespace (Kueue: no
+/// namespaceSelector selects no namespace; `{}` selects them all).
 fn pending_queue(wl: &Workload, queue_name: &str, cx: &PlaceContext<'_>) -> Result<usize, String> {
     let namespace = wl.namespace().unwrap_or_default();
     let (queue, cq_name) = cluster_queue_of(&namespace, queue_name, cx)?;
